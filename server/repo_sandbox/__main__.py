@@ -1,0 +1,3 @@
+from repo_sandbox.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""Wire the tools to an MCP server once. Transports (stdio, later HTTP/WebSocket) serve what this builds."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server import MCPServer, ServerRequestContext
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+
+from repo_sandbox import __version__
+from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline
+from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
+from repo_sandbox.workspace import Workspace
+
+SERVER_NAME = "repo-sandbox"
+
+INSTRUCTIONS = """Read-only access to one code repository, behind a policy (path jail, deny-list, size limits).
+Paths are relative to the repository root. Find files with search_files, search contents with search_text,
+read with read_file (by line range), measure with count_lines. Every failure is a JSON error with a
+`category` telling you what to do next, a `hint`, and `retryable`. Listing results are paged: when
+`truncated` is true, pass `next_offset` as `offset`."""
+
+
+def mcp_tool(spec: ToolSpec) -> Tool:
+    """The MCP tool definition: description, input/output schemas and annotations."""
+    return Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema(),
+        output_schema=spec.output_schema(),
+        annotations=ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            idempotent_hint=spec.idempotent,
+            open_world_hint=spec.open_world,
+        ),
+    )
+
+
+def call_tool_result(outcome: CallOutcome) -> CallToolResult:
+    """A pipeline outcome as an MCP result: JSON text plus the same object as structured content."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=outcome.to_json())],
+        structured_content=outcome.payload,
+        is_error=outcome.is_error,
+    )
+
+
+def build_server(workspace: Workspace) -> MCPServer[Any]:
+    """An MCP server exposing the tools over `workspace`."""
+    pipeline = CallPipeline(workspace)
+    tools = [mcp_tool(spec) for spec in TOOLS]
+    schemas = {tool.name: tool.input_schema for tool in tools}
+    server: MCPServer[Any] = MCPServer(
+        SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
+        return call_tool_result(await pipeline.call(params.name, params.arguments))
+
+    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
+    lowlevel.add_request_handler("tools/list", PaginatedRequestParams, list_tools)
+    lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+    lowlevel.get_tool_input_schema = schemas.get
+    return server
+
+
+def tools_listing() -> str:
+    """The tools with their schemas and annotations, as JSON (for `repo-sandbox tools`)."""
+    return json.dumps(
+        [mcp_tool(TOOLS_BY_NAME[spec.name]).model_dump(mode="json", by_alias=True, exclude_none=True) for spec in TOOLS],
+        indent=2,
+    )

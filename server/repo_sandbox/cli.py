@@ -1,0 +1,136 @@
+"""Command line: serve (default), tools, call, check-config. Logs go to stderr; stdout is the protocol's."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from repo_sandbox import __version__
+from repo_sandbox.config.loader import ConfigError, load_settings
+from repo_sandbox.config.model import Settings
+
+COMMANDS = ("serve", "tools", "call", "check-config")
+
+EPILOG = """examples:
+  repo-sandbox --root /path/to/repo                 serve the repository over stdio (for MCP clients)
+  repo-sandbox call search_text '{"pattern": "TODO"}' --root .
+  repo-sandbox tools                                list the tools with their schemas
+  repo-sandbox check-config config.toml             validate a config file and print the effective policy
+
+Claude Desktop / any MCP client:
+  {"command": "repo-sandbox", "args": ["--root", "/path/to/repo"]}
+
+Every config key can also be set as REPO_SANDBOX_<SECTION>_<KEY> (e.g. REPO_SANDBOX_LIMITS_MAX_OUTPUT_BYTES).
+Precedence: command-line flags > environment > --config file > defaults."""
+
+
+def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", help="repository to expose (default: [workspace] root, else the current directory)")
+    parser.add_argument("--config", metavar="FILE", help="TOML policy file (see config.example.toml)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="repo-sandbox",
+        description="An MCP server giving AI agents safe, fast, read-only access to one code repository.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"repo-sandbox {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve the repository over MCP (the default command)")
+    _add_policy_flags(serve)
+    serve.add_argument("--transport", choices=["stdio"], help="transport to serve (default: stdio)")
+    serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level on stderr")
+
+    sub.add_parser("tools", help="print the tools with their input/output schemas and annotations (JSON)")
+
+    call = sub.add_parser("call", help="run one tool in-process and print its result or graded error (JSON)")
+    call.add_argument("tool", help="tool name, e.g. search_text")
+    call.add_argument("arguments", nargs="?", default="{}", help="tool arguments as a JSON object")
+    _add_policy_flags(call)
+
+    check = sub.add_parser("check-config", help="validate a TOML config and print the effective policy")
+    check.add_argument("file", help="the TOML file to check")
+    return parser
+
+
+def _settings(args: argparse.Namespace, config: str | None) -> Settings:
+    overrides: dict[tuple[str, str], Any] = {}
+    if getattr(args, "root", None):
+        overrides[("workspace", "root")] = args.root
+    if getattr(args, "transport", None):
+        overrides[("server", "transport")] = args.transport
+    if getattr(args, "log_level", None):
+        overrides[("server", "log_level")] = args.log_level
+    return load_settings(config, overrides=overrides)
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _serve(settings: Settings) -> int:
+    from repo_sandbox.transports.stdio import serve_stdio
+    from repo_sandbox.workspace import Workspace
+
+    _configure_logging(settings.server.log_level)
+    workspace = Workspace(settings)
+    logging.getLogger("repo_sandbox").info("serving %s over %s", workspace.root, settings.server.transport)
+    try:
+        serve_stdio(workspace)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        workspace.close()
+    return 0
+
+
+def _call(settings: Settings, tool: str, raw_arguments: str) -> int:
+    from repo_sandbox.runtime.pipeline import CallPipeline
+    from repo_sandbox.workspace import Workspace
+
+    _configure_logging("WARNING")
+    try:
+        arguments = json.loads(raw_arguments)
+    except json.JSONDecodeError as exc:
+        print(f"repo-sandbox call: ARGUMENTS is not valid JSON: {exc.msg}", file=sys.stderr)
+        return 2
+    workspace = Workspace(settings)
+    try:
+        outcome = anyio.run(CallPipeline(workspace).call, tool, arguments)
+    finally:
+        workspace.close()
+    print(json.dumps(outcome.payload, indent=2, ensure_ascii=False))
+    return 1 if outcome.is_error else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "serve")
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "tools":
+            from repo_sandbox.app import tools_listing
+
+            print(tools_listing())
+            return 0
+        if args.command == "check-config":
+            settings = load_settings(args.file)
+            print(json.dumps(settings.model_dump(mode="json"), indent=2))
+            return 0
+        settings = _settings(args, args.config)
+        if args.command == "call":
+            return _call(settings, args.tool, args.arguments)
+        return _serve(settings)
+    except ConfigError as exc:
+        print(f"repo-sandbox: configuration error:\n{exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,172 @@
+"""The pure-Python search engine: whole-buffer matching, line numbers computed only on hits.
+
+Without `multiline`, a match never spans lines (as in ripgrep): a candidate that crosses a newline is
+re-checked within its own line. Every regex call carries the remaining time budget (`regex` timeouts),
+so no pattern can hang the server.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from repo_sandbox.engine.dialect import check_dialect
+from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
+
+
+@dataclass(slots=True)
+class LineHit:
+    """One matching line (or, in multiline mode, the lines of one match)."""
+
+    line: int
+    text: str
+    before: list[str] = field(default_factory=list[str])
+    after: list[str] = field(default_factory=list[str])
+
+
+class Deadline:
+    """A monotonic deadline shared by all regex calls of one search."""
+
+    __slots__ = ("_end",)
+
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutExceededError(
+                "The search ran out of time.",
+                hint="Use a more specific pattern, a narrower path or a glob filter.",
+            )
+        return left
+
+
+@dataclass(slots=True)
+class Query:
+    """A compiled search pattern."""
+
+    pattern: str
+    fixed_strings: bool
+    case_sensitive: bool
+    multiline: bool
+    compiled: Any  # regex.Pattern[str]; the regex stubs are incomplete
+
+    @classmethod
+    def compile(cls, pattern: str, *, fixed_strings: bool, case_sensitive: bool, multiline: bool) -> Query:
+        """Raises: InvalidRegexError for syntax outside the dialect or that does not compile."""
+        if not fixed_strings:
+            check_dialect(pattern)
+        source = regex.escape(pattern) if fixed_strings else pattern
+        flags = regex.MULTILINE | regex.VERSION0
+        if not case_sensitive:
+            flags |= regex.IGNORECASE | regex.FULLCASE
+        try:
+            compiled = regex.compile(source, flags)
+        except (regex.error, OverflowError, RecursionError) as exc:
+            raise InvalidRegexError(
+                f"The pattern does not compile: {getattr(exc, 'msg', str(exc))}.", pattern=pattern[:200]
+            ) from exc
+        return cls(pattern, fixed_strings, case_sensitive, multiline, compiled)
+
+    def finder(self, deadline: Deadline) -> Callable[[str, int, int], tuple[int, int] | None]:
+        """A function (text, start, end) -> (match_start, match_end) or None."""
+        if self.fixed_strings and self.case_sensitive and "\n" not in self.pattern:
+            needle = self.pattern
+            if not needle:
+                return lambda text, start, end: (start, start) if start <= end else None
+
+            def find_literal(text: str, start: int, end: int) -> tuple[int, int] | None:
+                pos = text.find(needle, start, end)
+                return None if pos < 0 else (pos, pos + len(needle))
+
+            return find_literal
+        compiled = self.compiled
+
+        def find_regex(text: str, start: int, end: int) -> tuple[int, int] | None:
+            try:
+                m = compiled.search(text, start, end, timeout=deadline.remaining())
+            except TimeoutError as exc:
+                raise TimeoutExceededError(
+                    "The pattern took too long to match (catastrophic backtracking?).",
+                    hint="Simplify the pattern (avoid nested quantifiers like '(a+)+'), or use fixed_strings.",
+                ) from exc
+            return None if m is None else m.span()
+
+        return find_regex
+
+
+def _context_before(text: str, line_start: int, count: int) -> list[str]:
+    lines: list[str] = []
+    end = line_start - 1  # the '\n' that ends the previous line
+    while count > 0 and end >= 0:
+        start = text.rfind("\n", 0, end) + 1
+        lines.append(text[start:end])
+        end = start - 1
+        count -= 1
+    lines.reverse()
+    return lines
+
+
+def _context_after(text: str, line_end: int, count: int) -> list[str]:
+    lines: list[str] = []
+    start = line_end + 1
+    n = len(text)
+    while count > 0 and start < n:
+        end = text.find("\n", start)
+        if end < 0:
+            end = n
+        lines.append(text[start:end])
+        start = end + 1
+        count -= 1
+    return lines
+
+
+def search_text_buffer(query: Query, text: str, *, context: int, deadline: Deadline) -> list[LineHit]:
+    """All matching lines of one decoded file, in order."""
+    find = query.finder(deadline)
+    hits: list[LineHit] = []
+    n = len(text)
+    pos = 0
+    line_no = 1
+    counted_to = 0
+    while pos <= n:
+        found = find(text, pos, n)
+        if found is None:
+            break
+        m_start, m_end = found
+        line_start = text.rfind("\n", 0, m_start) + 1
+        line_end = text.find("\n", m_start)
+        if line_end < 0:
+            line_end = n
+        if m_start == n and (n == 0 or text[n - 1] == "\n"):
+            break  # an empty match after the final newline (or in an empty file) is not a line
+        if not query.multiline and m_end > line_end:
+            found = find(text, line_start, line_end)
+            if found is None:
+                pos = line_end + 1
+                continue
+            m_end = found[1]
+        line_no += text.count("\n", counted_to, line_start)
+        counted_to = line_start
+        last_end = line_end
+        if query.multiline and m_end > line_end:
+            last_end = text.find("\n", max(m_end - 1, m_start))
+            if last_end < 0:
+                last_end = n
+        hit = LineHit(line=line_no, text=text[line_start:last_end])
+        if context:
+            hit.before = _context_before(text, line_start, context)
+            hit.after = _context_after(text, last_end, context)
+        hits.append(hit)
+        pos = last_end + 1
+    return hits
+
+
+def decode_buffer(data: bytes) -> str:
+    """Invalid UTF-8 is replaced, never an error."""
+    return data.decode("utf-8", "replace")

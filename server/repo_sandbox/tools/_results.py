@@ -1,0 +1,72 @@
+"""Result models shared by the tools, the error payload model, and the output-size meter."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_encode_string: Any = getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring
+
+
+class ResultModel(BaseModel):
+    """Base of every result model: unknown fields are a bug, not data."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Paged(ResultModel):
+    truncated: bool = Field(description="True when more results exist than were returned.")
+    next_offset: int | None = Field(description="Pass this as `offset` to get the next page; null when complete.")
+
+
+class ErrorBody(ResultModel):
+    code: str = Field(description="Stable error identifier, e.g. 'path_outside_root'.")
+    category: str = Field(description="What to do next: invalid_argument, not_found, permission_denied, ...")
+    message: str
+    retryable: bool = Field(description="Whether the same call may succeed later.")
+    hint: str = Field(description="A concrete fix.")
+    details: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+
+class ToolFailure(ResultModel):
+    """The graded error payload (DESIGN.md §4)."""
+
+    error: ErrorBody
+
+
+class OutputMeter:
+    """Tracks the serialised size of a result while it is built, so it never exceeds the cap.
+
+    Costs are measured as the UTF-8 length of the JSON-escaped strings, which is what the client receives.
+    """
+
+    __slots__ = ("limit", "used")
+
+    RESERVE = 1024
+    """Bytes kept for the result's fixed fields (counts, flags, field names)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.limit = max_bytes - self.RESERVE
+        self.used = 0
+
+    @staticmethod
+    def cost(text: str) -> int:
+        return len(_encode_string(text).encode("utf-8", "surrogatepass"))
+
+    @property
+    def remaining(self) -> int:
+        return self.limit - self.used
+
+    def try_add(self, cost: int) -> bool:
+        """Account for `cost` bytes if they fit; False (and nothing added) otherwise."""
+        if self.used + cost > self.limit:
+            return False
+        self.used += cost
+        return True
+
+
+def page_offsets(offset: int, returned: int, more: bool) -> tuple[bool, int | None]:
+    """(truncated, next_offset) for a page that started at `offset` and returned `returned` items."""
+    return (True, offset + returned) if more else (False, None)

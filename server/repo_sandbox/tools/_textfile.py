@@ -1,0 +1,113 @@
+"""Reading text files by streaming: binary sniffing, line iteration with bounded memory, line counting."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+SNIFF_BYTES: Final = 8192
+"""Binary detection looks at this many leading bytes (as git and ripgrep do)."""
+CHUNK_BYTES: Final = 1024 * 1024
+MAX_INVALID_RATIO: Final = 0.3
+"""A sniffed head with more than this share of undecodable bytes is treated as binary."""
+
+
+def looks_binary(head: bytes) -> bool:
+    """NUL in the head, or a head that is mostly not UTF-8."""
+    if b"\x00" in head:
+        return True
+    if not head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3:  # a multi-byte character cut by the sniff window
+            return False
+        decoded = head.decode("utf-8", "replace")
+        return decoded.count("\ufffd") > MAX_INVALID_RATIO * len(decoded)
+    return False
+
+
+def read_head(fd: int, size: int = SNIFF_BYTES) -> bytes:
+    return os.pread(fd, size, 0)
+
+
+@dataclass(slots=True)
+class RawLine:
+    """One line: its kept prefix (bytes), its full length in bytes and whether it ended with a newline."""
+
+    data: bytes
+    length: int
+    newline: bool
+
+
+def iter_lines(fd: int, *, keep_bytes: int) -> Iterator[RawLine]:
+    """Yield the file's lines from the start, keeping at most `keep_bytes` of each line in memory."""
+    position = 0
+    partial: list[bytes] = []
+    partial_kept = 0
+    partial_len = 0
+    while True:
+        chunk = os.pread(fd, CHUNK_BYTES, position)
+        if not chunk:
+            break
+        position += len(chunk)
+        pieces = chunk.split(b"\n")
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            if partial_kept < keep_bytes:
+                take = piece[: keep_bytes - partial_kept]
+                partial.append(take)
+                partial_kept += len(take)
+            partial_len += len(piece)
+            if last:
+                break
+            yield RawLine(b"".join(partial), partial_len, True)
+            partial, partial_kept, partial_len = [], 0, 0
+    if partial_len:
+        yield RawLine(b"".join(partial), partial_len, False)
+
+
+def cut_text(text: str, max_chars: int) -> str:
+    """Cut an over-long line, leaving a visible marker that says how much is missing."""
+    if len(text) <= max_chars:
+        return text
+    return f"{text[:max_chars]}... [line cut: {len(text) - max_chars} more characters]"
+
+
+def line_text(raw: RawLine, max_chars: int) -> str:
+    """Decode a streamed line (invalid UTF-8 replaced), cutting it at `max_chars` with a visible marker."""
+    text = raw.data.decode("utf-8", "replace")
+    if len(text) <= max_chars and raw.length == len(raw.data):
+        return text
+    return f"{text[:max_chars]}... [line cut: {raw.length} bytes in all]"
+
+
+def count_newlines_from(fd: int, position: int) -> tuple[int, bytes]:
+    """Count b'\\n' from `position` to the end; also return the last byte read (b'' if none)."""
+    count = 0
+    last = b""
+    while True:
+        chunk = os.pread(fd, CHUNK_BYTES, position)
+        if not chunk:
+            return count, last
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+        position += len(chunk)
+
+
+def count_lines_fd(fd: int) -> tuple[int, int]:
+    """(lines, bytes) of a whole file: newline count, plus one if non-empty and not newline-terminated."""
+    newlines = 0
+    size = 0
+    last = b""
+    while True:
+        chunk = os.read(fd, CHUNK_BYTES)
+        if not chunk:
+            break
+        newlines += chunk.count(b"\n")
+        size += len(chunk)
+        last = chunk[-1:]
+    return newlines + (1 if size and last != b"\n" else 0), size

@@ -1,0 +1,85 @@
+"""The tool table: each tool's name, argument model, result models, body and hints, as plain data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic import BaseModel, TypeAdapter
+
+from repo_sandbox.tools import count_lines, read_file, search_files, search_text
+from repo_sandbox.tools._results import ToolFailure
+from repo_sandbox.workspace import Workspace
+
+ToolBody = Callable[[Workspace, Any], BaseModel]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    args_model: type[BaseModel]
+    result_models: tuple[type[BaseModel], ...]
+    body: ToolBody
+    read_only: bool = True
+    destructive: bool = False
+    idempotent: bool = True
+    open_world: bool = False
+
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return schema
+
+    def output_schema(self) -> dict[str, Any]:
+        """`anyOf` the success shapes and the error shape, with an object root (TypeScript clients need it)."""
+        union: Any = self.result_models[0]
+        for model in self.result_models[1:]:
+            union = union | model
+        schema = TypeAdapter(union | ToolFailure).json_schema()
+        schema["type"] = "object"
+        return schema
+
+
+TOOLS: Final[tuple[ToolSpec, ...]] = (
+    ToolSpec(
+        name="search_files",
+        title="Find files by glob",
+        description=search_files.DESCRIPTION,
+        args_model=search_files.SearchFilesArgs,
+        result_models=(search_files.SearchFilesResult,),
+        body=search_files.search_files,
+    ),
+    ToolSpec(
+        name="read_file",
+        title="Read a text file",
+        description=read_file.DESCRIPTION,
+        args_model=read_file.ReadFileArgs,
+        result_models=(read_file.ReadFileResult,),
+        body=read_file.read_file,
+    ),
+    ToolSpec(
+        name="search_text",
+        title="Search file contents",
+        description=search_text.DESCRIPTION,
+        args_model=search_text.SearchTextArgs,
+        result_models=(
+            search_text.SearchTextContentResult,
+            search_text.SearchTextFilesResult,
+            search_text.SearchTextCountResult,
+        ),
+        body=search_text.search_text,
+    ),
+    ToolSpec(
+        name="count_lines",
+        title="Count lines of code",
+        description=count_lines.DESCRIPTION,
+        args_model=count_lines.CountLinesArgs,
+        result_models=(count_lines.CountLinesResult,),
+        body=count_lines.count_lines,
+    ),
+)
+
+TOOLS_BY_NAME: Final[dict[str, ToolSpec]] = {spec.name: spec for spec in TOOLS}

@@ -1,0 +1,85 @@
+"""search_files: find files by glob, respecting .gitignore, hidden files and the deny-list."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from repo_sandbox.tools._glob import compile_glob
+from repo_sandbox.tools._results import OutputMeter, Paged, page_offsets
+from repo_sandbox.workspace import Workspace
+
+DESCRIPTION = """Find files in the repository by glob pattern; returns paths relative to the root.
+
+Globs work as in ripgrep/.gitignore: `*` and `?` stay within one directory, `**` spans directories,
+`[abc]` and `{py,pyi}` are supported. A pattern without `/` matches the file name at any depth, so
+`*.go` equals `**/*.go`; a pattern with `/` is matched against the path below `path`. Files ignored by
+.gitignore and hidden files are skipped unless you ask for them. Results come in pages: when `truncated`
+is true, call again with `offset` = `next_offset`.
+
+Example: {"pattern": "**/test_*.py", "path": "tests"}
+Common mistake: using execute_bash with `find` or `ls -R`; this tool is faster and already filtered.
+"""
+
+
+class SearchFilesArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=1000,
+            description="Glob to match, e.g. '*.py', 'src/**/*.ts', '*.{js,jsx}'.",
+            examples=["**/*.py", "src/**/*.{ts,tsx}"],
+        ),
+    ]
+    path: Annotated[str, Field(description="Directory to search, relative to the root.", examples=[".", "src"])] = "."
+    limit: Annotated[int, Field(ge=1, le=1000, description="Most paths to return.")] = 100
+    offset: Annotated[int, Field(ge=0, description="Number of paths to skip (for paging).")] = 0
+    sort: Annotated[
+        Literal["path", "modified"], Field(description="'path' (alphabetical) or 'modified' (newest first).")
+    ] = "path"
+    include_hidden: Annotated[bool, Field(description="Also match files and directories whose name starts with '.'.")] = False
+    include_ignored: Annotated[bool, Field(description="Also match files ignored by .gitignore/.ignore.")] = False
+
+
+class SearchFilesResult(Paged):
+    files: list[str] = Field(description="Matching file paths relative to the root.")
+    total: int = Field(description="Number of matching files.")
+
+
+def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
+    """List files under `path` whose path matches the glob.
+
+    Raises:
+        SandboxError: invalid_glob, and the jail's refusals for `path`.
+    """
+    glob = compile_glob(args.pattern)
+    limit = min(args.limit, ws.limits.max_results)
+    found: list[tuple[float, str]] = []
+    with ws.walk(args.path, include_hidden=args.include_hidden, include_ignored=args.include_ignored) as walk:
+        for entry in walk:
+            if glob.matches(entry.walk_rel):
+                mtime = 0.0
+                if args.sort == "modified":
+                    try:
+                        mtime = entry.entry.stat(follow_symlinks=False).st_mtime
+                    except OSError:
+                        continue
+                found.append((mtime, entry.rel_path))
+        walk_truncated = walk.truncated
+    if args.sort == "modified":
+        found.sort(key=lambda item: (-item[0], item[1]))
+    meter = OutputMeter(ws.limits.max_output_bytes)
+    files: list[str] = []
+    for _, rel in found[args.offset : args.offset + limit]:
+        if not meter.try_add(OutputMeter.cost(rel) + 2):
+            break
+        files.append(rel)
+    more = args.offset + len(files) < len(found)
+    truncated, next_offset = page_offsets(args.offset, len(files), more)
+    return SearchFilesResult(
+        files=files, total=len(found), truncated=truncated or walk_truncated, next_offset=next_offset
+    )

@@ -1,0 +1,50 @@
+"""The repository a server exposes: its jail, its policy settings and the walker defaults."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from collections.abc import Iterator
+
+from repo_sandbox.config.model import LimitsConfig, Settings
+from repo_sandbox.policy.deny import DenyList
+from repo_sandbox.policy.paths import Jail
+from repo_sandbox.tools._walk import Walk, WalkOptions
+
+
+class Workspace:
+    """Everything a tool body needs besides its arguments."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        ws = settings.workspace
+        self.jail = Jail(ws.root, DenyList(ws.effective_deny), allow_hard_links=ws.allow_hard_links)
+
+    @property
+    def root(self) -> str:
+        return self.jail.root
+
+    @property
+    def limits(self) -> LimitsConfig:
+        return self.settings.limits
+
+    def close(self) -> None:
+        self.jail.close()
+
+    def walk_options(self, *, include_hidden: bool | None, include_ignored: bool) -> WalkOptions:
+        ws = self.settings.workspace
+        return WalkOptions(
+            include_hidden=ws.include_hidden if include_hidden is None else include_hidden,
+            include_ignored=include_ignored or not ws.respect_gitignore,
+            max_depth=ws.max_depth,
+            max_entries=ws.max_walk_entries,
+        )
+
+    @contextmanager
+    def walk(self, user_path: str, *, include_hidden: bool | None, include_ignored: bool) -> Iterator[Walk]:
+        """Open `user_path` as a directory in the jail and walk it; the fd is closed on exit."""
+        fd, rel = self.jail.open_dir(user_path)
+        try:
+            yield Walk(self.jail, fd, rel, self.walk_options(include_hidden=include_hidden, include_ignored=include_ignored))
+        finally:
+            os.close(fd)
