@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import uuid
+import weakref
 from typing import Any
 
 from mcp.server import MCPServer, ServerRequestContext
@@ -17,7 +19,7 @@ from mcp.types import (
 )
 
 from repo_sandbox import __version__
-from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline
+from repo_sandbox.runtime.pipeline import CallContext, CallOutcome, CallPipeline
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
 from repo_sandbox.workspace import Workspace
 
@@ -28,6 +30,28 @@ Paths are relative to the repository root. Find files with search_files, search 
 read with read_file (by line range), measure with count_lines. Every failure is a JSON error with a
 `category` telling you what to do next, a `hint`, and `retryable`. Listing results are paged: when
 `truncated` is true, pass `next_offset` as `offset`."""
+
+
+class SessionIds:
+    """A stable random id per client connection.
+
+    The SDK builds a session object per request; legacy-era requests of one connection share its
+    `_connection`. (2026-07-28 requests are sessionless by design: each may arrive on its own connection.)
+    """
+
+    def __init__(self) -> None:
+        self._ids: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+
+    def id_for(self, session: object) -> str:
+        session = getattr(session, "_connection", None) or session
+        try:
+            return self._ids[session]
+        except KeyError:
+            new_id = uuid.uuid4().hex[:16]
+            self._ids[session] = new_id
+            return new_id
+        except TypeError:  # not weak-referenceable
+            return "unknown"
 
 
 def mcp_tool(spec: ToolSpec) -> Tool:
@@ -60,17 +84,21 @@ def call_tool_result(outcome: CallOutcome) -> CallToolResult:
 def build_server(workspace: Workspace) -> MCPServer[Any]:
     """An MCP server exposing the tools over `workspace`."""
     pipeline = CallPipeline(workspace)
+    session_ids = SessionIds()
     tools = [mcp_tool(spec) for spec in TOOLS]
     schemas = {tool.name: tool.input_schema for tool in tools}
-    server: MCPServer[Any] = MCPServer(
-        SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
-    )
+    server: MCPServer[Any] = MCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     async def list_tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
-        return call_tool_result(await pipeline.call(params.name, params.arguments))
+        context = CallContext(
+            session_id=session_ids.id_for(ctx.session),
+            request_id=None if ctx.request_id is None else str(ctx.request_id),
+            report_progress=ctx.session.report_progress,
+        )
+        return call_tool_result(await pipeline.call(params.name, params.arguments, context))
 
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
     lowlevel.add_request_handler("tools/list", PaginatedRequestParams, list_tools)
@@ -82,6 +110,9 @@ def build_server(workspace: Workspace) -> MCPServer[Any]:
 def tools_listing() -> str:
     """The tools with their schemas and annotations, as JSON (for `repo-sandbox tools`)."""
     return json.dumps(
-        [mcp_tool(TOOLS_BY_NAME[spec.name]).model_dump(mode="json", by_alias=True, exclude_none=True) for spec in TOOLS],
+        [
+            mcp_tool(TOOLS_BY_NAME[spec.name]).model_dump(mode="json", by_alias=True, exclude_none=True)
+            for spec in TOOLS
+        ],
         indent=2,
     )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from repo_sandbox.config.model import LimitsConfig, Settings
 from repo_sandbox.policy.deny import DenyList
@@ -45,6 +45,8 @@ class Workspace:
         """Open `user_path` as a directory in the jail and walk it; the fd is closed on exit."""
         fd, rel = self.jail.open_dir(user_path)
         try:
-            yield Walk(self.jail, fd, rel, self.walk_options(include_hidden=include_hidden, include_ignored=include_ignored))
+            yield Walk(
+                self.jail, fd, rel, self.walk_options(include_hidden=include_hidden, include_ignored=include_ignored)
+            )
         finally:
             os.close(fd)

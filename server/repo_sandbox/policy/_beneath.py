@@ -29,7 +29,7 @@ _O_PATH: Final = getattr(os, "O_PATH", 0)
 
 
 class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]  # noqa: RUF012
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
 def _load_openat2() -> ctypes._FuncPointer | None:  # pyright: ignore[reportPrivateUsage]

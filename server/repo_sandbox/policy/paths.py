@@ -156,9 +156,7 @@ class Jail:
             if stat.S_ISDIR(info.st_mode):
                 raise NotAFileError(f"'{user_path}' is a directory, not a file.", path=user_path)
             if not stat.S_ISREG(info.st_mode):
-                raise SpecialFileError(
-                    f"'{user_path}' is not a regular file (FIFO, socket or device).", path=user_path
-                )
+                raise SpecialFileError(f"'{user_path}' is not a regular file (FIFO, socket or device).", path=user_path)
             if info.st_nlink > 1 and not self.allow_hard_links:
                 raise SpecialFileError(
                     f"'{user_path}' has {info.st_nlink} hard links; the policy refuses hard-linked files.",

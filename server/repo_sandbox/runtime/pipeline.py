@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,22 @@ from repo_sandbox.tools.registry import TOOLS_BY_NAME, ToolSpec
 from repo_sandbox.workspace import Workspace
 
 logger = logging.getLogger("repo_sandbox")
+
+
+ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
+"""`await report(progress, total, message)`: a progress notification to the caller (no-op if not asked)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """Who is calling: what the transport knows about the caller of one tool call."""
+
+    session_id: str = "local"
+    """Stable id of the client session (one per connection); state such as budgets is kept per session."""
+    request_id: str | None = None
+    """The JSON-RPC request id, when there is one."""
+    report_progress: ProgressReporter | None = None
+    """Sends progress notifications for this call, when the transport can."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +95,11 @@ class CallPipeline:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    async def call(self, tool: str, arguments: dict[str, Any] | None) -> CallOutcome:
+    async def call(
+        self, tool: str, arguments: dict[str, Any] | None, context: CallContext | None = None
+    ) -> CallOutcome:
+        """Run one call to completion; never raises for a tool failure (it becomes the outcome's payload)."""
+        del context  # consumed by the guard, budget and audit stages as they are added
         started = time.perf_counter()
         try:
             spec = TOOLS_BY_NAME.get(tool)

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from repo_sandbox.errors import Category
+
 _encode_string: Any = getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring
 
 
@@ -23,7 +25,7 @@ class Paged(ResultModel):
 
 class ErrorBody(ResultModel):
     code: str = Field(description="Stable error identifier, e.g. 'path_outside_root'.")
-    category: str = Field(description="What to do next: invalid_argument, not_found, permission_denied, ...")
+    category: Category = Field(description="What the agent should do next.")
     message: str
     retryable: bool = Field(description="Whether the same call may succeed later.")
     hint: str = Field(description="A concrete fix.")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from pathspec import GitIgnoreSpec
 
+from repo_sandbox.errors import SandboxError
 from repo_sandbox.policy.paths import Jail
 
 IGNORE_FILES = (".gitignore", ".ignore")
@@ -120,8 +121,8 @@ class Walk:
             dir_rel = "/".join(parts[:depth]) or "."
             try:
                 fd, _ = self.jail.open_dir(dir_rel)
-            except Exception:
-                continue
+            except SandboxError:
+                continue  # a denied or vanished ancestor contributes no ignore rules
             try:
                 present = {n for n in IGNORE_FILES if _exists_at(fd, n)}
                 stack = stack.pushed(dir_rel, _load_ignore_spec(fd, present))

@@ -134,4 +134,3 @@ def count_lines(ws: Workspace, args: CountLinesArgs) -> CountLinesResult:
             finally:
                 os.close(fd)
         return tally.result(walk.truncated)
-

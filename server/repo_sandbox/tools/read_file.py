@@ -34,9 +34,7 @@ class ReadFileArgs(BaseModel):
     ]
     offset: Annotated[int, Field(ge=1, description="First line to return (1-based).", examples=[1, 120])] = 1
     limit: Annotated[int, Field(ge=1, le=5000, description="Most lines to return.", examples=[200])] = 2000
-    line_numbers: Annotated[
-        bool, Field(description="Prefix each line with its number (`cat -n` format).")
-    ] = True
+    line_numbers: Annotated[bool, Field(description="Prefix each line with its number (`cat -n` format).")] = True
 
 
 class ReadFileResult(Paged):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Union
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -35,10 +35,8 @@ class ToolSpec:
 
     def output_schema(self) -> dict[str, Any]:
         """`anyOf` the success shapes and the error shape, with an object root (TypeScript clients need it)."""
-        union: Any = self.result_models[0]
-        for model in self.result_models[1:]:
-            union = union | model
-        schema = TypeAdapter(union | ToolFailure).json_schema()
+        union: Any = Union[(*self.result_models, ToolFailure)]  # a runtime-built union
+        schema = TypeAdapter[Any](union).json_schema()
         schema["type"] = "object"
         return schema
 

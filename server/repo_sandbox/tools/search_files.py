@@ -41,7 +41,9 @@ class SearchFilesArgs(BaseModel):
     sort: Annotated[
         Literal["path", "modified"], Field(description="'path' (alphabetical) or 'modified' (newest first).")
     ] = "path"
-    include_hidden: Annotated[bool, Field(description="Also match files and directories whose name starts with '.'.")] = False
+    include_hidden: Annotated[
+        bool, Field(description="Also match files and directories whose name starts with '.'.")
+    ] = False
     include_ignored: Annotated[bool, Field(description="Also match files ignored by .gitignore/.ignore.")] = False
 
 

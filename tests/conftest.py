@@ -1,0 +1,79 @@
+"""Shared fixtures: a small repository tree with the cases every tool must handle, and settings factories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repo_sandbox.config.loader import load_settings
+from repo_sandbox.config.model import Settings
+from repo_sandbox.workspace import Workspace
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository root with source files, ignore rules, hidden and denied files, next to an outside secret."""
+    root = tmp_path / "repo"
+    write(root / "README.md", "# Demo\n\nTODO: write docs\n")
+    write(root / "src" / "main.py", "import os\n\n\ndef main():\n    print('hello')  # TODO\n")
+    write(root / "src" / "util.py", "def helper(x):\n    return x * 2\n")
+    write(root / "src" / "pkg" / "deep.py", "VALUE = 42\n")
+    write(root / ".gitignore", "build/\n*.log\n")
+    write(root / "build" / "out.py", "print('built')\n")
+    write(root / "debug.log", "log line TODO\n")
+    write(root / ".hidden" / "secret_notes.txt", "hidden TODO\n")
+    write(root / ".env", "API_KEY=sk-test-123\n")
+    write(root / "id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    write(root / ".git" / "config", "[core]\n")
+    write(tmp_path / "outside" / "secret.txt", "TOP SECRET\n")
+    write(tmp_path / "repo-evil" / "secret.txt", "SIBLING SECRET\n")
+    return root
+
+
+SettingsFactory = Callable[..., Settings]
+
+
+@pytest.fixture
+def make_settings() -> SettingsFactory:
+    def factory(root: Path | str, **sections: dict[str, Any]) -> Settings:
+        overrides = {(section, key): value for section, values in sections.items() for key, value in values.items()}
+        overrides[("workspace", "root")] = str(root)
+        return load_settings(None, env={}, overrides=overrides)
+
+    return factory
+
+
+@pytest.fixture
+def workspace(repo: Path, make_settings: SettingsFactory) -> Iterator[Workspace]:
+    ws = Workspace(make_settings(repo))
+    yield ws
+    ws.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_fd_leaks() -> Iterator[None]:
+    """Every test must close what it opens (the jail and walker manage raw fds)."""
+    before = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+    yield
+    if before:
+        after = set(os.listdir("/proc/self/fd"))
+        leaked = {fd for fd in after - before if os.path.exists(f"/proc/self/fd/{fd}")}
+        assert not leaked, f"leaked file descriptors: {sorted(leaked)}"
