@@ -19,7 +19,8 @@ from mcp.types import (
 )
 
 from repo_sandbox import __version__
-from repo_sandbox.runtime.pipeline import CallContext, CallOutcome, CallPipeline
+from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
 from repo_sandbox.workspace import Workspace
 
@@ -83,7 +84,7 @@ def call_tool_result(outcome: CallOutcome) -> CallToolResult:
 
 def build_server(workspace: Workspace) -> MCPServer[Any]:
     """An MCP server exposing the tools over `workspace`."""
-    pipeline = CallPipeline(workspace)
+    pipeline = build_pipeline(workspace)
     session_ids = SessionIds()
     tools = [mcp_tool(spec) for spec in TOOLS]
     schemas = {tool.name: tool.input_schema for tool in tools}

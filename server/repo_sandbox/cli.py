@@ -94,7 +94,7 @@ def _serve(settings: Settings) -> int:
 
 
 def _call(settings: Settings, tool: str, raw_arguments: str) -> int:
-    from repo_sandbox.runtime.pipeline import CallPipeline
+    from repo_sandbox.runtime.assembly import build_pipeline
     from repo_sandbox.workspace import Workspace
 
     _configure_logging("WARNING")
@@ -105,7 +105,7 @@ def _call(settings: Settings, tool: str, raw_arguments: str) -> int:
         return 2
     workspace = Workspace(settings)
     try:
-        outcome = anyio.run(CallPipeline(workspace).call, tool, arguments)
+        outcome = anyio.run(build_pipeline(workspace).call, tool, arguments)
     finally:
         workspace.close()
     print(json.dumps(outcome.payload, indent=2, ensure_ascii=False))

@@ -1,19 +1,25 @@
-"""The call pipeline: validate -> policy (in the tool body, via the jail) -> tool -> graded result.
+"""The call pipeline: stages (budget -> guard -> ... ) -> validate -> tool body -> graded outcome.
 
 This is the one place where exceptions become results:
 - `SandboxError` (expected) -> its payload, `isError: true`, logged at INFO;
 - pydantic `ValidationError` -> `invalid_arguments` naming the field(s) (values are never echoed);
 - anything else (a crash) -> `internal_error` with an incident id; the traceback stays in the server log.
+
+Stages are middleware: `await stage(call, call_next)` may refuse a call by raising `SandboxError`, change
+or observe the outcome of `call_next(call)`, or do both. A stage's own refusal is graded right where it is
+raised, so the stages outside it (audit, budgets) still see an outcome. The order is fixed by whoever builds
+the pipeline (`app.default_stages`), outermost first.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import anyio
 from pydantic import ValidationError
@@ -39,6 +45,8 @@ class CallContext:
     """The JSON-RPC request id, when there is one."""
     report_progress: ProgressReporter | None = None
     """Sends progress notifications for this call, when the transport can."""
+    extras: dict[str, Any] = field(default_factory=dict[str, Any])
+    """Transport-specific capabilities (e.g. an elicitation function) that stages and async tools may use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,19 +66,56 @@ class CallOutcome:
         return json.dumps(self.payload, ensure_ascii=False)
 
 
+@dataclass(slots=True)
+class ToolCall:
+    """One call travelling through the stages."""
+
+    tool: str
+    arguments: Any
+    """As the client sent them: normally a JSON object; anything else is refused by validation."""
+    context: CallContext
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def spec(self) -> ToolSpec | None:
+        return TOOLS_BY_NAME.get(self.tool)
+
+    def outcome(self, payload: dict[str, Any], *, is_error: bool) -> CallOutcome:
+        return CallOutcome(self.tool, payload, is_error, (time.perf_counter() - self.started) * 1000)
+
+    def failed(self, error: Exception) -> CallOutcome:
+        """Grade an exception: a SandboxError as itself, anything else as an internal error with an incident id."""
+        if isinstance(error, SandboxError):
+            logger.info("tool %s failed: %s", self.tool, error.code)
+            return self.outcome(error.to_payload(), is_error=True)
+        incident = InternalError.new_incident()
+        logger.error("tool %s crashed (incident %s)", self.tool, incident.details["incident_id"], exc_info=error)
+        return self.outcome(incident.to_payload(), is_error=True)
+
+
+Handler = Callable[[ToolCall], Awaitable[CallOutcome]]
+"""The rest of the pipeline, as seen from one stage."""
+
+
+class Stage(Protocol):
+    """A middleware step around the tool body."""
+
+    async def __call__(self, call: ToolCall, call_next: Handler) -> CallOutcome: ...
+
+
 def invalid_arguments_from(exc: ValidationError, tool: str) -> InvalidArgumentsError:
     fields: list[str] = []
     problems: list[str] = []
     for error in exc.errors():
-        field = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        field_name = ".".join(str(part) for part in error["loc"]) or "(arguments)"
         if error["type"] == "extra_forbidden":
             message = "unknown argument"
         elif error["type"] == "missing":
             message = "required"
         else:
             message = error["msg"]
-        fields.append(field)
-        problems.append(f"'{field}': {message}")
+        fields.append(field_name)
+        problems.append(f"'{field_name}': {message}")
     return InvalidArgumentsError(
         f"Invalid arguments for {tool}: " + "; ".join(problems) + ".",
         hint=f"Fix {', '.join(repr(f) for f in fields)} to match the input schema of {tool}.",
@@ -79,45 +124,69 @@ def invalid_arguments_from(exc: ValidationError, tool: str) -> InvalidArgumentsE
     )
 
 
-def run_tool_sync(spec: ToolSpec, workspace: Workspace, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Validate and run one tool body; returns the success payload or raises SandboxError."""
+def resolve_spec(tool: str) -> ToolSpec:
+    """Raises: InvalidArgumentsError for an unknown tool."""
+    spec = TOOLS_BY_NAME.get(tool)
+    if spec is None:
+        raise InvalidArgumentsError(
+            f"Unknown tool '{tool}'.", hint=f"Use one of: {', '.join(sorted(TOOLS_BY_NAME))}.", tool=tool
+        )
+    return spec
+
+
+def validate_arguments(spec: ToolSpec, arguments: Any) -> Any:
+    """Raises: InvalidArgumentsError naming the fields that fail the tool's input model."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidArgumentsError("Arguments must be a JSON object.", field="(arguments)")
     try:
-        args = spec.args_model.model_validate(arguments)
+        return spec.args_model.model_validate(arguments)
     except ValidationError as exc:
         raise invalid_arguments_from(exc, spec.name) from None
-    result = spec.body(workspace, args)
+
+
+async def run_tool(workspace: Workspace, call: ToolCall) -> dict[str, Any]:
+    """Validate and run one tool body; returns the success payload or raises SandboxError.
+
+    Synchronous bodies run in a worker thread; `async def` bodies also receive the call context.
+    """
+    spec = resolve_spec(call.tool)
+    args = validate_arguments(spec, call.arguments)
+    if inspect.iscoroutinefunction(spec.body):
+        result = await spec.body(workspace, args, call.context)
+    else:
+        result = await anyio.to_thread.run_sync(spec.body, workspace, args)
     return result.model_dump(mode="json")
 
 
-class CallPipeline:
-    """Runs tool calls for one workspace and grades every failure."""
-
-    def __init__(self, workspace: Workspace) -> None:
-        self.workspace = workspace
-
-    async def call(
-        self, tool: str, arguments: dict[str, Any] | None, context: CallContext | None = None
-    ) -> CallOutcome:
-        """Run one call to completion; never raises for a tool failure (it becomes the outcome's payload)."""
-        del context  # consumed by the guard, budget and audit stages as they are added
-        started = time.perf_counter()
+def _graded(stage: Stage, call_next: Handler) -> Handler:
+    async def handler(call: ToolCall) -> CallOutcome:
         try:
-            spec = TOOLS_BY_NAME.get(tool)
-            if spec is None:
-                raise InvalidArgumentsError(
-                    f"Unknown tool '{tool}'.",
-                    hint=f"Use one of: {', '.join(sorted(TOOLS_BY_NAME))}.",
-                    tool=tool,
-                )
-            if arguments is not None and not isinstance(arguments, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise InvalidArgumentsError("Arguments must be a JSON object.", field="(arguments)")
-            payload = await anyio.to_thread.run_sync(run_tool_sync, spec, self.workspace, arguments or {})
-            is_error = False
-        except SandboxError as exc:
-            logger.info("tool %s failed: %s", tool, exc.code)
-            payload, is_error = exc.to_payload(), True
-        except Exception:
-            incident = InternalError.new_incident()
-            logger.exception("tool %s crashed (incident %s)", tool, incident.details["incident_id"])
-            payload, is_error = incident.to_payload(), True
-        return CallOutcome(tool, payload, is_error, (time.perf_counter() - started) * 1000)
+            return await stage(call, call_next)
+        except Exception as exc:  # noqa: BLE001  # graded here so that outer stages still see an outcome
+            return call.failed(exc)
+
+    return handler
+
+
+class CallPipeline:
+    """Runs tool calls for one workspace through the stages and grades every failure."""
+
+    def __init__(self, workspace: Workspace, stages: Sequence[Stage] = ()) -> None:
+        self.workspace = workspace
+        self.stages = tuple(stages)
+        handler: Handler = self._run_body
+        for stage in reversed(self.stages):
+            handler = _graded(stage, handler)
+        self._handler = handler
+
+    async def _run_body(self, call: ToolCall) -> CallOutcome:
+        try:
+            return call.outcome(await run_tool(self.workspace, call), is_error=False)
+        except Exception as exc:  # noqa: BLE001  # every crash becomes an internal_error outcome
+            return call.failed(exc)
+
+    async def call(self, tool: str, arguments: Any, context: CallContext | None = None) -> CallOutcome:
+        """Run one call to completion; never raises for a tool failure (it becomes the outcome's payload)."""
+        return await self._handler(ToolCall(tool, arguments, context or CallContext()))

@@ -10,9 +10,9 @@ from pydantic import BaseModel, TypeAdapter
 
 from repo_sandbox.tools import count_lines, read_file, search_files, search_text
 from repo_sandbox.tools._results import ToolFailure
-from repo_sandbox.workspace import Workspace
 
-ToolBody = Callable[[Workspace, Any], BaseModel]
+ToolBody = Callable[..., Any]
+"""`body(workspace, args) -> result model`, run in a worker thread; or `async def body(workspace, args, context)`."""
 
 
 @dataclass(frozen=True, slots=True)
