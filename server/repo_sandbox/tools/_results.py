@@ -72,3 +72,18 @@ class OutputMeter:
 def page_offsets(offset: int, returned: int, more: bool) -> tuple[bool, int | None]:
     """(truncated, next_offset) for a page that started at `offset` and returned `returned` items."""
     return (True, offset + returned) if more else (False, None)
+
+
+def is_presentable(path: str) -> bool:
+    """Whether a walked path can be shown to a client.
+
+    A file name that is not valid UTF-8 decodes (surrogateescape) to lone surrogates, which JSON over MCP
+    cannot carry: such files are left out of listings rather than breaking the whole response.
+    """
+    if path.isascii():
+        return True
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
