@@ -55,7 +55,16 @@ class OutputMeter:
 
     @staticmethod
     def cost(text: str) -> int:
+        """Bytes of `text` as a JSON string (quotes included)."""
         return len(_encode_string(text).encode("utf-8", "surrogatepass"))
+
+    @staticmethod
+    def item_cost(item: BaseModel | str) -> int:
+        """Exact bytes `item` adds to a JSON list, separator included (as `json.dumps` writes it)."""
+        if isinstance(item, str):
+            return OutputMeter.cost(item) + 2
+        text = json.dumps(item.model_dump(mode="json"), ensure_ascii=False)
+        return len(text.encode("utf-8", "surrogatepass")) + 2
 
     @property
     def remaining(self) -> int:

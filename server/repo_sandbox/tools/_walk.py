@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from repo_sandbox.errors import SandboxError
-from repo_sandbox.policy.gitignore import FastGitIgnore
+from repo_sandbox.policy.gitignore import IgnoreRules
 from repo_sandbox.policy.paths import Jail
 
 IGNORE_FILES = (".gitignore", ".ignore")
@@ -64,7 +64,7 @@ def _read_small_file(dir_fd: int, name: str) -> str | None:
         os.close(fd)
 
 
-def _load_ignore_spec(dir_fd: int, dir_rel: str, present: set[str], jail: Jail) -> FastGitIgnore | None:
+def _load_ignore_spec(dir_fd: int, dir_rel: str, present: set[str], jail: Jail) -> IgnoreRules | None:
     lines: list[str] = []
     for name in IGNORE_FILES:
         # A deny-listed ignore file is not read either: its rules would reveal its content through what they hide.
@@ -72,9 +72,8 @@ def _load_ignore_spec(dir_fd: int, dir_rel: str, present: set[str], jail: Jail) 
             text = _read_small_file(dir_fd, name)
             if text:
                 lines.extend(text.splitlines())
-    if not any(line.strip() and not line.startswith("#") for line in lines):
-        return None
-    return FastGitIgnore(lines)
+    rules = IgnoreRules(lines)
+    return rules if rules else None
 
 
 class IgnoreStack:
@@ -82,17 +81,17 @@ class IgnoreStack:
 
     __slots__ = ("_specs",)
 
-    def __init__(self, specs: tuple[tuple[str, FastGitIgnore], ...] = ()) -> None:
+    def __init__(self, specs: tuple[tuple[str, IgnoreRules], ...] = ()) -> None:
         self._specs = specs
 
-    def pushed(self, dir_rel: str, spec: FastGitIgnore | None) -> IgnoreStack:
+    def pushed(self, dir_rel: str, spec: IgnoreRules | None) -> IgnoreStack:
         return self if spec is None else IgnoreStack((*self._specs, (dir_rel, spec)))
 
     def is_ignored(self, rel_path: str, *, is_dir: bool) -> bool:
         """The deepest ignore file with a rule for the path decides; within one, the last matching rule."""
         for base, spec in reversed(self._specs):
             sub = rel_path if base == "." else rel_path[len(base) + 1 :]
-            include, _ = spec.check(sub + "/" if is_dir else sub)
+            include, _ = spec.check(sub, is_dir=is_dir)
             if include is not None:
                 return include
         return False

@@ -124,16 +124,18 @@ class _Tally:
         cut = False
         largest: list[FileLines] = []
         for item in sorted(self.largest, reverse=True):
-            if not meter.try_add(OutputMeter.cost(item.path) + 32):
+            row = FileLines(path=item.path, lines=item.lines)
+            if not meter.try_add(OutputMeter.item_cost(row)):
                 cut = True
                 break
-            largest.append(FileLines(path=item.path, lines=item.lines))
+            largest.append(row)
         by_extension: list[ExtensionCount] = []
         for ext, (files, lines) in sorted(self.by_ext.items(), key=lambda kv: (-kv[1][1], kv[0])):
-            if not meter.try_add(OutputMeter.cost(ext) + 48):
+            row = ExtensionCount(extension=ext, files=files, lines=lines)
+            if not meter.try_add(OutputMeter.item_cost(row)):
                 cut = True
                 break
-            by_extension.append(ExtensionCount(extension=ext, files=files, lines=lines))
+            by_extension.append(row)
         return CountLinesResult(
             total_lines=self.total_lines,
             files=self.files,

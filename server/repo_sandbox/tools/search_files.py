@@ -82,7 +82,7 @@ def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
     files: list[str] = []
     consumed = 0
     for _, rel in found[args.offset : args.offset + limit]:
-        cost = OutputMeter.cost(rel) + 2
+        cost = OutputMeter.item_cost(rel)
         if cost <= meter.limit:  # a path longer than a whole page is skipped, so paging always advances
             if not meter.try_add(cost):
                 break

@@ -115,10 +115,6 @@ def _request(args: SearchTextArgs, *, keep: tuple[int, int]) -> SearchRequest:
     )
 
 
-def _row_cost(path: str, texts: list[str]) -> int:
-    return sum(OutputMeter.cost(t) + 3 for t in (path, *texts)) + 48
-
-
 def _match_row(path: str, hit: LineHit, max_chars: int, meter: OutputMeter) -> TextMatch | None:
     """The row for one hit if it fits in what is left of the page.
 
@@ -132,11 +128,12 @@ def _match_row(path: str, hit: LineHit, max_chars: int, meter: OutputMeter) -> T
         before=[cut_text(t, max_chars) for t in hit.before],
         after=[cut_text(t, max_chars) for t in hit.after],
     )
-    cost = _row_cost(path, [match.text, *match.before, *match.after])
+    cost = OutputMeter.item_cost(match)
     if cost > meter.limit:
-        room = max(meter.limit - _row_cost(path, []) - 64, 0) // 6
+        bare = TextMatch(path=path, line=hit.line, text="", before=[], after=[])
+        room = max(meter.limit - OutputMeter.item_cost(bare) - 64, 0) // 6
         match = TextMatch(path=path, line=hit.line, text=cut_text(hit.text, room), before=[], after=[])
-        cost = _row_cost(path, [match.text])
+        cost = OutputMeter.item_cost(match)
     return match if meter.try_add(cost) else None
 
 
@@ -181,14 +178,16 @@ def search_text(ws: Workspace, args: SearchTextArgs) -> SearchTextResult:
                 break
             continue
         if index >= args.offset:
-            cost = _row_cost(path, [])
-            if cost <= meter.limit and not meter.try_add(cost):
-                more = True
-                break
-            if cost <= meter.limit and args.output_mode == "files_with_matches":
-                files.append(path)
-            elif cost <= meter.limit:
-                counts.append(FileCount(path=path, count=file_hits.count))
+            item = path if args.output_mode == "files_with_matches" else FileCount(path=path, count=file_hits.count)
+            cost = OutputMeter.item_cost(item)
+            if cost <= meter.limit:  # a row larger than a whole page is skipped, so paging always advances
+                if not meter.try_add(cost):
+                    more = True
+                    break
+                if isinstance(item, str):
+                    files.append(item)
+                else:
+                    counts.append(item)
             consumed += 1
         index += 1
     truncated, next_offset = page_offsets(args.offset, consumed, more)
