@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-from repo_sandbox.policy.gitignore import FastGitIgnore
+from repo_sandbox.policy.gitignore import IgnoreRules
 
 
 def _match_key(rel_path: str) -> str:
@@ -25,13 +25,13 @@ class DenyList:
 
     def __init__(self, patterns: Iterable[str]) -> None:
         self._patterns = [p for p in patterns if p.strip() and not p.lstrip().startswith("#")]
-        self._spec = FastGitIgnore(_match_key(p) for p in self._patterns)
+        self._spec = IgnoreRules(_match_key(p) for p in self._patterns)
 
     def __len__(self) -> int:
         return len(self._patterns)
 
-    def _rule(self, key: str) -> str | None:
-        include, index = self._spec.check(key)
+    def _rule(self, key: str, *, is_dir: bool) -> str | None:
+        include, index = self._spec.check(key, is_dir=is_dir)
         return self._patterns[index] if include and index is not None else None
 
     def matching_rule(self, rel_path: str, *, is_dir: bool) -> str | None:
@@ -41,14 +41,14 @@ class DenyList:
         """
         if rel_path in ("", "."):
             return None
-        return self._rule(_match_key(rel_path) + ("/" if is_dir else ""))
+        return self._rule(_match_key(rel_path), is_dir=is_dir)
 
     def entry_rule(self, rel_path: str) -> str | None:
         """The rule hiding this one entry as a file or as a directory (fail closed), ancestors not considered."""
         if rel_path in ("", "."):
             return None
         key = _match_key(rel_path)
-        return self._rule(key) or self._rule(key + "/")
+        return self._rule(key, is_dir=False) or self._rule(key, is_dir=True)
 
     def is_entry_denied(self, rel_path: str) -> bool:
         """True when this entry itself is hidden; a walker uses it because it never enters denied parents."""

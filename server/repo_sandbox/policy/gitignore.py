@@ -1,76 +1,191 @@
-"""Gitignore-syntax matching with a one-regex fast path, for the deny-list and the walker's ignore files.
+"""Gitignore rules with git's own semantics, for the deny-list and the walker's ignore files.
 
-`pathspec.GitIgnoreSpec.check_file` tries every pattern in turn (about half a microsecond each), and a walk
-asks it once per entry and per ignore file in force. Nearly every path matches no pattern at all, so the
-patterns are also joined into one regex that matches a superset of what any of them matches: when it does
-not match, no pattern can, and the answer is "no rule" without the loop. When it matches, pathspec decides (last match wins, negation, directory rules).
+A rule set answers one question about one entry: which rule, if any, decides it. As in git:
+- the LAST rule that matches the entry itself decides (`!rule` re-includes);
+- a rule ending in `/` matches directories only;
+- a rule with a `/` at its start or middle is anchored to the directory of its file and matched against the
+  whole relative path; any other rule is matched against the entry's name at any depth;
+- `*` and `?` never match `/`, `[...]` is a class (`!` or `^` negates; it never matches `/`), `\\` escapes,
+  `**/` is any number of leading directories, `/**` everything inside, `/**/` zero or more directories.
+- Whether a directory's contents are hidden is not decided here: callers do not look inside a directory
+  whose own entry is hidden (a walker skips it; the jail checks every ancestor).
+
+pathspec's GitIgnoreSpec answers a different question (is a file hidden, ancestors included) and gets the
+directory idiom `*` + `!*/` wrong when asked about a directory, so the walker uses this instead. Each rule set
+also keeps one alternation of all its rules, so the common case (no rule matches) costs two regex calls.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from pathspec import GitIgnoreSpec
-from pathspec.pattern import RegexPattern
-from pathspec.util import normalize_file
+_POSIX_CLASSES = {
+    "alnum": "a-zA-Z0-9",
+    "alpha": "a-zA-Z",
+    "blank": " \\t",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "\\x21-\\x7e",
+    "lower": "a-z",
+    "print": "\\x20-\\x7e",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": " \\t\\n\\r\\f\\v",
+    "upper": "A-Z",
+    "xdigit": "0-9A-Fa-f",
+}
 
-_NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
-_ANY_DEPTH = "^(?:.+/)?"
-"""How pathspec starts the regex of a pattern that matches at any depth (no '/' inside it)."""
+
+def _class(glob: str, start: int) -> tuple[str, int] | None:
+    """Translate the bracket expression at glob[start] == '['; (regex, index after ']') or None if unclosed."""
+    i = start + 1
+    negate = i < len(glob) and glob[i] in "!^"
+    if negate:
+        i += 1
+    items: list[str] = []
+    first = True
+    while i < len(glob):
+        char = glob[i]
+        if char == "]" and not first:
+            body = "".join(items) or "(?!)"
+            return (f"[^/{body}]" if negate else f"(?:(?!/)[{body}])"), i + 1
+        first = False
+        if char == "[" and glob.startswith("[:", i):
+            end = glob.find(":]", i + 2)
+            name = glob[i + 2 : end] if end >= 0 else ""
+            if name in _POSIX_CLASSES:
+                items.append(_POSIX_CLASSES[name])
+                i = end + 2
+                continue
+        if char == "\\" and i + 1 < len(glob):
+            i += 1
+            char = glob[i]
+        if i + 2 < len(glob) and glob[i + 1] == "-" and glob[i + 2] != "]":
+            low, high = char, glob[i + 2]
+            if high == "\\" and i + 3 < len(glob):
+                high = glob[i + 3]
+                i += 1
+            items.append(f"{re.escape(low)}-{re.escape(high)}" if low <= high else "(?!)")
+            i += 3
+            continue
+        items.append(re.escape(char))
+        i += 1
+    return None
 
 
-def _prefilter(spec: GitIgnoreSpec) -> re.Pattern[str] | None:
-    """One regex matching whatever any pattern of `spec` matches; None if that cannot be built safely."""
-    anywhere: list[str] = []
-    anchored: list[str] = []
-    flags: set[int] = set()
-    for pattern in spec.patterns:
-        if pattern.include is None:
-            continue  # comments and blank lines match nothing
-        if not isinstance(pattern, RegexPattern) or pattern.regex is None:
-            return None
-        regex: re.Pattern[str] = pattern.regex  # pyright: ignore[reportUnknownMemberType]
-        if not isinstance(regex.pattern, str):
-            return None
-        flags.add(regex.flags)
-        # Named groups would clash in an alternation; as plain groups they match exactly the same strings.
-        source = _NAMED_GROUP.sub("(?:", regex.pattern)
-        if source.startswith(_ANY_DEPTH):
-            anywhere.append(source[len(_ANY_DEPTH) :])
+def _segment(glob: str) -> str:
+    """Translate one path segment (no '/') of a glob."""
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        if char == "*":
+            while i < len(glob) and glob[i] == "*":
+                i += 1
+            out.append("[^/]*")
+            continue
+        if char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            translated = _class(glob, i)
+            if translated is not None:
+                out.append(translated[0])
+                i = translated[1]
+                continue
+            out.append(re.escape(char))
+        elif char == "\\" and i + 1 < len(glob):
+            i += 1
+            out.append(re.escape(glob[i]))
         else:
-            anchored.append(source)
-    if len(flags) > 1:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _path_regex(glob: str) -> str:
+    """Translate an anchored glob (segments joined by '/', `**` segments special)."""
+    segments = [
+        s for i, s in enumerate(glob.split("/")) if not (s == "**" and i > 0 and glob.split("/")[i - 1] == "**")
+    ]
+    parts: list[str] = []
+    need_separator = False
+    for index, segment in enumerate(segments):
+        if segment == "**":
+            if index == len(segments) - 1:
+                parts.append("/.+" if parts else ".*")  # 'a/**': everything inside a; '/**': everything
+            else:
+                parts.append("/(?:.*/)?" if parts else "(?:.*/)?")  # zero or more directories
+            need_separator = False
+            continue
+        if need_separator:
+            parts.append("/")
+        parts.append(_segment(segment))
+        need_separator = True
+    return "".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    index: int
+    negate: bool
+    dir_only: bool
+    anchored: bool
+    regex: re.Pattern[str]
+
+
+def _strip_trailing_spaces(line: str) -> str:
+    stripped = line.rstrip(" ")
+    if stripped.endswith("\\") and len(stripped) < len(line):
+        return stripped + " "  # an escaped space is kept
+    return stripped
+
+
+def _parse(line: str, index: int) -> _Rule | None:
+    line = _strip_trailing_spaces(line.rstrip("\r\n"))
+    if not line or line.startswith("#"):
         return None
-    # `(?:^|/)X` matches wherever `^(?:.+/)?X` does (a superset is enough for a prefilter), and lets the
-    # regex engine try the patterns only at component starts instead of backtracking over `.+/` for each.
-    alternatives = [f"(?:{s})" for s in anchored]
-    if anywhere:
-        alternatives.append("(?:^|/)(?:" + "|".join(f"(?:{s})" for s in anywhere) + ")")
-    if not alternatives:
+    negate = line.startswith("!")
+    if negate or line.startswith(("\\!", "\\#")):  # a backslash makes a leading '!' or '#' literal
+        line = line[1:]
+    dir_only = line.endswith("/")
+    line = line.rstrip("/")
+    if not line:
+        return None
+    anchored = "/" in line
+    line = line.removeprefix("/")
+    source = _path_regex(line) if anchored else _segment(line)
+    return _Rule(index, negate, dir_only, anchored, re.compile(source, re.DOTALL))
+
+
+def _either(rules: list[_Rule]) -> re.Pattern[str]:
+    if not rules:
         return re.compile(r"(?!)")
-    try:
-        return re.compile("|".join(alternatives), flags.pop() if flags else 0)
-    except re.error:
-        return None
+    return re.compile("|".join(f"(?:{rule.regex.pattern})" for rule in rules), re.DOTALL)
 
 
-class FastGitIgnore:
-    """A compiled gitignore spec: `check(path)` gives (include, pattern index) like `check_file`."""
+class IgnoreRules:
+    """Compiled gitignore lines. `check(path, is_dir=...)` names the rule that decides the entry, if any."""
 
-    __slots__ = ("_prefilter", "_spec")
+    __slots__ = ("_anchored_any", "_name_any", "_rules")
 
     def __init__(self, lines: Iterable[str]) -> None:
-        self._spec = GitIgnoreSpec.from_lines(lines)
-        self._prefilter = _prefilter(self._spec)
+        self._rules = [rule for i, line in enumerate(lines) if (rule := _parse(line, i)) is not None]
+        self._name_any = _either([r for r in self._rules if not r.anchored])
+        self._anchored_any = _either([r for r in self._rules if r.anchored])
 
-    def check(self, path: str) -> tuple[bool | None, int | None]:
-        """(True, i) ignored by pattern i, (False, i) re-included by negation i, (None, None) no rule.
+    def __bool__(self) -> bool:
+        return bool(self._rules)
 
-        A directory is checked as 'path/' (gitignore's directory-only rules then apply).
-        """
-        norm = normalize_file(path)
-        if self._prefilter is not None and self._prefilter.search(norm) is None:
+    def check(self, path: str, *, is_dir: bool) -> tuple[bool | None, int | None]:
+        """For a '/'-separated path relative to the rules' directory: (True, i) hidden by line i,
+        (False, i) re-included by the negation on line i, (None, None) when no rule matches the entry."""
+        name = path.rsplit("/", 1)[-1]
+        if self._name_any.fullmatch(name) is None and self._anchored_any.fullmatch(path) is None:
             return None, None
-        result = self._spec.check_file(norm)
-        return result.include, result.index
+        for rule in reversed(self._rules):
+            if rule.dir_only and not is_dir:
+                continue
+            if rule.regex.fullmatch(path if rule.anchored else name) is not None:
+                return not rule.negate, rule.index
+        return None, None

@@ -219,7 +219,12 @@ class Jail:
             else:
                 fd = self._open_real_path(resolved.rel_path, flags)
         except OSError as exc:
-            raise _map_open_error(exc, user_path) from None
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                raise _map_open_error(exc, user_path) from None
+            # It resolved a moment ago: whatever fails now (gone, now a link) is a concurrent change.
+            raise IOFailureError(
+                f"'{user_path}' changed while it was being opened; try again.", path=user_path
+            ) from None
         try:
             same = _same_inode(os.fstat(fd), resolved.info)
         except BaseException:
