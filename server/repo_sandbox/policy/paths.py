@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import errno
 import os
-import posixpath
 import stat
 from dataclasses import dataclass
 from typing import Final
@@ -36,11 +35,9 @@ from repo_sandbox.errors import (
 )
 from repo_sandbox.policy import _beneath
 from repo_sandbox.policy.deny import DenyList
+from repo_sandbox.policy.lexical import MAX_COMPONENT_BYTES, MAX_PATH_BYTES, lexical_path
 
-MAX_PATH_BYTES: Final = 4096
-"""Longest path accepted (Linux PATH_MAX)."""
-MAX_COMPONENT_BYTES: Final = 255
-"""Longest single path component accepted (NAME_MAX)."""
+__all__ = ["MAX_COMPONENT_BYTES", "MAX_PATH_BYTES", "Jail", "OpenedFile"]
 
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -102,40 +99,12 @@ class Jail:
     # -- normalisation -------------------------------------------------------------------------
 
     def normalize(self, user_path: str, *, field: str = "path") -> str:
-        """Turn a caller's path into a clean root-relative POSIX path ('.' for the root).
-
-        `..` is collapsed lexically (so `a/../b` is `b` even when `a` is a symlink) and nothing is decoded:
-        `%2e%2e` or a fullwidth dot is a literal name.
+        """The caller's path as a clean root-relative POSIX path ('.' for the root); see `lexical_path`.
 
         Raises:
-            InvalidArgumentsError: NUL bytes, backslashes, unencodable text, over-long paths.
-            PathOutsideRootError: absolute paths outside the root, `~`, `..` above the root.
-            PathDeniedError: the path (or a directory above it) is deny-listed.
+            SandboxError: invalid_arguments, path_outside_root, or path_denied when the deny-list hides it.
         """
-        if "\x00" in user_path:
-            raise InvalidArgumentsError(f"'{field}' contains a NUL byte.", field=field)
-        if "\\" in user_path:
-            raise InvalidArgumentsError(
-                f"'{field}' contains a backslash; paths use '/' as the separator.",
-                hint="Write the path with forward slashes, e.g. 'src/main.py'.",
-                field=field,
-            )
-        try:
-            encoded = os.fsencode(user_path)
-        except UnicodeEncodeError:
-            raise InvalidArgumentsError(f"'{field}' is not valid Unicode text.", field=field) from None
-        if len(encoded) > MAX_PATH_BYTES or any(len(p) > MAX_COMPONENT_BYTES for p in encoded.split(b"/")):
-            raise InvalidArgumentsError(f"'{field}' is too long.", field=field, max_bytes=MAX_PATH_BYTES)
-        path = user_path.strip() or "."
-        if path.startswith("~"):
-            raise PathOutsideRootError(
-                f"'{user_path}' refers to a home directory, which is outside the repository root.", path=user_path
-            )
-        if path.startswith("/"):
-            path = self._strip_root("/" + path.lstrip("/"), user_path)
-        clean = posixpath.normpath(path)
-        if clean == ".." or clean.startswith("../"):
-            raise PathOutsideRootError(f"'{user_path}' resolves outside the repository root.", path=user_path)
+        clean = lexical_path(user_path, self.root, field=field)
         if self.is_denied(clean):
             raise PathDeniedError(f"'{user_path}' is protected by the server policy.", path=user_path)
         return clean
@@ -143,19 +112,6 @@ class Jail:
     def is_denied(self, rel_path: str) -> bool:
         """True when the deny-list hides this path or a directory above it (as a file or a directory)."""
         return self.deny.is_denied(rel_path)
-
-    def _strip_root(self, path: str, user_path: str) -> str:
-        clean = posixpath.normpath(path)
-        if clean == self.root:
-            return "."
-        prefix = self.root.rstrip("/") + "/"
-        if clean.startswith(prefix):  # whole components: '/repo-evil' does not start with '/repo/'
-            return clean[len(prefix) :]
-        raise PathOutsideRootError(
-            f"'{user_path}' is an absolute path outside the repository root.",
-            hint="Use a path relative to the repository root, e.g. 'src/main.py'.",
-            path=user_path,
-        )
 
     # -- resolving -----------------------------------------------------------------------------
 
@@ -207,7 +163,7 @@ class Jail:
         kernel_rel = _relative_to(kernel, root)
         if kernel_rel is None:
             raise PathOutsideRootError(f"'{user_path}' resolves outside the repository root.", path=user_path)
-        if kernel_rel != real and self.is_denied(real):
+        if kernel_rel != real and self.is_denied(kernel_rel):
             raise PathDeniedError(f"'{user_path}' is protected by the server policy.", path=user_path)
         return kernel_rel
 
