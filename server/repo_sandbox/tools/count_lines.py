@@ -17,7 +17,9 @@ DESCRIPTION = """Count lines of code in a file or a directory tree, like `wc -l`
 
 Returns total lines, files and bytes, a breakdown by file extension and the 10 largest files. A line is
 what an editor shows: newlines, plus one when a non-empty file does not end with a newline. Binary files
-are skipped and counted in `skipped_binary`; .gitignore'd and hidden files are skipped unless asked for.
+are skipped and counted in `skipped_binary`, files over the server's size limit in `skipped_too_large`;
+.gitignore'd and hidden files are skipped unless asked for. A `path` naming one file is counted whatever
+`pattern` says. `truncated` means the walk hit the server's limit or the lists were cut to fit.
 
 Example: {"path": "src", "pattern": "*.py"}
 Common mistake: running `wc -l` through execute_bash over many files; this tool is faster and bounded.

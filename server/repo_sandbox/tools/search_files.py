@@ -16,7 +16,8 @@ Globs work as in ripgrep/.gitignore: `*` and `?` stay within one directory, `**`
 `[abc]` and `{py,pyi}` are supported. A pattern without `/` matches the file name at any depth, so
 `*.go` equals `**/*.go`; a pattern with `/` is matched against the path below `path`. Files ignored by
 .gitignore and hidden files are skipped unless you ask for them. Results come in pages: when `truncated`
-is true, call again with `offset` = `next_offset`.
+is true, call again with `offset` = `next_offset`; `truncated` with a null `next_offset` means the
+server's walk limit was reached: narrow `path`. sort="modified" lists the newest files first.
 
 Example: {"pattern": "**/test_*.py", "path": "tests"}
 Common mistake: using execute_bash with `find` or `ls -R`; this tool is faster and already filtered.

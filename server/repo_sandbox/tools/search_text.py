@@ -18,8 +18,11 @@ DESCRIPTION = """Search file contents with a regular expression (or a literal st
 Regex syntax is Rust/ripgrep's: no backreferences, no look-around. Each result is a matching line with
 its path and 1-based line number, optionally with `context` lines around it. `output_mode` can instead
 list just the files that match ("files_with_matches") or a count per file ("count"). .gitignore'd and
-hidden files are skipped unless asked for; binary files are skipped. Results come in pages: when
-`truncated` is true, call again with `offset` = `next_offset`.
+hidden files are skipped unless asked for; binary and over-large files are skipped and counted. A
+`path` naming one file is searched whatever `glob` says. A line break in the pattern needs
+multiline=true; a literal '{' must be escaped ('\\{'). Results come in pages: when `truncated` is true,
+call again with `offset` = `next_offset` (`total_matches` is then a lower bound); `truncated` with a
+null `next_offset` means the server's walk limit was reached: narrow `path`.
 
 Example: {"pattern": "def \\\\w+_handler", "glob": "*.py", "path": "src"}
 Common mistake: running grep or rg through execute_bash; this tool is faster, bounded and structured.
