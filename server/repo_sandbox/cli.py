@@ -15,13 +15,15 @@ from repo_sandbox import __version__
 from repo_sandbox.config.loader import ConfigError, load_settings
 from repo_sandbox.config.model import Settings
 
-COMMANDS = ("serve", "tools", "call", "check-config")
+COMMANDS = ("serve", "tools", "call", "check-config", "audit")
 
 EPILOG = """examples:
   repo-sandbox --root /path/to/repo                 serve the repository over stdio (for MCP clients)
   repo-sandbox call search_text '{"pattern": "TODO"}' --root .
   repo-sandbox tools                                list the tools with their schemas
   repo-sandbox check-config config.toml             validate a config file and print the effective policy
+  repo-sandbox audit tail audit.jsonl -n 50         the last audit events, one line each
+  repo-sandbox audit stats audit.jsonl.1 audit.jsonl  calls per tool, errors by code, slowest calls
 
 Claude Desktop / any MCP client:
   {"command": "repo-sandbox", "args": ["--root", "/path/to/repo"]}
@@ -59,6 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check-config", help="validate a TOML config and print the effective policy")
     check.add_argument("file", help="the TOML file to check")
+
+    audit = sub.add_parser("audit", help="read an audit log (JSONL): tail or stats")
+    audit_sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
+    tail = audit_sub.add_parser("tail", help="the last events, one line each")
+    tail.add_argument("files", nargs="+", metavar="FILE", help="audit files, oldest first (e.g. x.jsonl.1 x.jsonl)")
+    tail.add_argument("-n", "--lines", type=int, default=20, help="how many events (default 20)")
+    stats = audit_sub.add_parser("stats", help="calls per tool, errors by code, slowest calls, decisions")
+    stats.add_argument("files", nargs="+", metavar="FILE", help="audit files, oldest first")
+    stats.add_argument("--slowest", type=int, default=10, help="how many of the slowest calls to list (default 10)")
+    stats.add_argument("--json", action="store_true", help="print the numbers as JSON")
     return parser
 
 
@@ -112,6 +124,23 @@ def _call(settings: Settings, tool: str, raw_arguments: str) -> int:
     return 1 if outcome.is_error else 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    from repo_sandbox.audit.view import compute_stats, format_stats, format_tail, read_events
+
+    try:
+        events, unreadable = read_events(args.files)
+    except OSError as exc:
+        print(f"repo-sandbox audit: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
+    if args.audit_command == "tail":
+        if output := format_tail(events, args.lines):
+            print(output)
+        return 0
+    stats = compute_stats(events, unreadable, slowest=args.slowest)
+    print(json.dumps(stats, indent=2, ensure_ascii=False) if args.json else format_stats(stats))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
@@ -123,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(tools_listing())
             return 0
+        if args.command == "audit":
+            return _audit(args)
         if args.command == "check-config":
             settings = load_settings(args.file)
             print(json.dumps(settings.model_dump(mode="json"), indent=2))

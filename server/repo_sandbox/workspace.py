@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from repo_sandbox.audit.log import AuditLog
 from repo_sandbox.config.model import LimitsConfig, Settings
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.paths import Jail
@@ -19,6 +20,8 @@ class Workspace:
         self.settings = settings
         ws = settings.workspace
         self.jail = Jail(ws.root, DenyList(ws.effective_deny), allow_hard_links=ws.allow_hard_links)
+        self.audit = AuditLog(settings.audit)
+        """The audit trail; any stage or tool may record a policy decision with `audit.decision(...)`."""
 
     @property
     def root(self) -> str:
@@ -29,6 +32,7 @@ class Workspace:
         return self.settings.limits
 
     def close(self) -> None:
+        self.audit.close()
         self.jail.close()
 
     def walk_options(self, *, include_hidden: bool | None, include_ignored: bool) -> WalkOptions:

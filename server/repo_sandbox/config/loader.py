@@ -16,6 +16,10 @@ from repo_sandbox.config.model import Settings
 ENV_PREFIX: Final = "REPO_SANDBOX_"
 """Prefix of the environment variables that override config keys."""
 
+ENV_ALIASES: Final[dict[str, tuple[str, str]]] = {"TRACE_SANITIZE": ("audit", "redact")}
+"""Other env names for a key (as in the source documents); the REPO_SANDBOX_ name wins when both are set.
+Values are parsed strictly (true/false/1/0/yes/no/on/off): anything else is a ConfigError, never "off"."""
+
 Source = str
 """Where a value came from, for error messages: a file path, an env var name or a CLI flag."""
 
@@ -79,6 +83,10 @@ def _env_overrides(env: Mapping[str, str]) -> tuple[dict[str, dict[str, Any]], d
             raise ConfigError(f"{name}: {exc}") from exc
         data.setdefault(section, {})[key] = value
         sources[(section, key)] = name
+    for alias, (section, key) in ENV_ALIASES.items():
+        if alias in env and key not in data.get(section, {}):
+            data.setdefault(section, {})[key] = env[alias].strip()
+            sources[(section, key)] = alias
     return data, sources
 
 
@@ -143,4 +151,9 @@ def load_settings(
         where = sources.get(("workspace", "root"), file_label)
         raise ConfigError(f"{where}: [workspace] root: not a directory: {settings.workspace.root}")
     settings.workspace.root = str(root)
+    audit_path = settings.audit.path
+    if audit_path not in ("", "-"):
+        from_file = config_path is not None and sources.get(("audit", "path")) == file_label
+        base = (cwd / Path(config_path)).parent if from_file and config_path is not None else cwd
+        settings.audit.path = str(base / Path(audit_path).expanduser())
     return settings

@@ -99,9 +99,29 @@ class LimitsConfig(_Section):
         return self
 
 
+class AuditConfig(_Section):
+    """The audit trail: one JSONL event per tool call and per policy decision, and secret masking."""
+
+    path: str = ""
+    """Where events go: a JSONL file (size-rotated), "-" for stderr, "" for off. Relative to the config file."""
+    redact: bool = True
+    """Redact events: sensitive keys, secret patterns, home-directory paths, partial ids. Env TRACE_SANITIZE too."""
+    redact_output: bool = True
+    """Mask recognised secrets in read_file, search_text and execute_bash results before the model sees them."""
+    max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    """Rotate the audit file before it would grow past this many bytes."""
+    backup_count: int = Field(default=5, ge=0, le=1000)
+    """Rotated files kept (path.1 ... path.N); 0 starts the file afresh."""
+    queue_size: int = Field(default=10_000, ge=16)
+    """Events waiting for the writer thread; beyond it events are dropped and counted, calls never wait."""
+    max_value_chars: int = Field(default=2000, ge=64)
+    """Longer strings in an event are cut (after redaction)."""
+
+
 class Settings(_Section):
     """The whole effective policy."""
 
     server: ServerConfig = Field(default_factory=ServerConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from repo_sandbox.audit.stage import AuditStage, OutputMaskingStage
 from repo_sandbox.runtime.pipeline import CallPipeline, Stage
 from repo_sandbox.workspace import Workspace
 
@@ -12,8 +13,13 @@ def build_stages(workspace: Workspace) -> list[Stage]:
     The audit stage, when configured, goes first so that it sees every outcome, including refusals by the
     stages inside it.
     """
-    del workspace  # each stage reads its own section of workspace.settings
-    return []
+    stages: list[Stage] = []
+    if workspace.audit.enabled:
+        stages.append(AuditStage(workspace.audit))  # outermost: sees every outcome
+    # (budget, guard and policy stages go here)
+    if workspace.settings.audit.redact_output:
+        stages.append(OutputMaskingStage(workspace))  # innermost: right around the tool body
+    return stages
 
 
 def build_pipeline(workspace: Workspace) -> CallPipeline:

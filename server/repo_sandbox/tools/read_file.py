@@ -56,6 +56,9 @@ class ReadFileResult(Paged):
         description="'utf-8', or 'utf-8-sig' when the file starts with a byte-order mark (left out of `content`). "
         "Invalid UTF-8 bytes are shown as U+FFFD."
     )
+    redactions: int | None = Field(
+        default=None, description="Secrets masked in this result (null when output masking is off)."
+    )
 
 
 def _render(number: int, text: str, newline: bool, line_numbers: bool) -> str:

@@ -85,6 +85,9 @@ class _SearchSummary(Paged):
     skipped_binary: int = Field(description="Files skipped because they look binary.")
     skipped_too_large: int = Field(description="Files skipped because they exceed the server's file size limit.")
     total_matches: int = Field(description="Matching lines found; a lower bound when `truncated`.")
+    redactions: int | None = Field(
+        default=None, description="Secrets masked in this result (null when output masking is off)."
+    )
 
 
 class SearchTextContentResult(_SearchSummary):

@@ -1,0 +1,146 @@
+"""Output masking: which text fields of which tool's result may carry file contents, and how to mask them.
+
+Every mask stays within its line, so `read_file` line numbers and `search_text` line/context positions stay
+true. Private keys need the file: a page that starts inside a key has no BEGIN line to recognise it by, so
+for `read_file` and `search_text` the file is scanned for key blocks and the lines inside them are masked
+too. (The file is reopened through the jail after the body read it; if it changed in between, the text
+masking still applies.)
+
+This masks secrets as they appear in files and command output, to keep them out of the model's context by
+accident. It is not a defence against an agent that transforms a secret on purpose (`rev`, `base64`,
+`cut`): the deny-list and the command policy are.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from repo_sandbox.audit.patterns import PEM_MARKER_BYTES, mask_key_lines, mask_text
+from repo_sandbox.errors import SandboxError
+
+if TYPE_CHECKING:
+    from repo_sandbox.workspace import Workspace
+
+LineSpan = tuple[int, int, bool]
+"""(first, last, terminated): 1-based lines strictly inside a private key block of a file."""
+
+_NUMBERED: Final = re.compile(r"( *\d+\t)?(.*)", re.DOTALL)
+"""read_file's `cat -n` prefix: the number right-aligned in 6 columns, then a tab."""
+
+
+def private_key_spans(ws: Workspace, path: str) -> list[LineSpan]:
+    """The body lines of every private key block in a file of the workspace (none if it cannot be read)."""
+    try:
+        opened = ws.jail.open_file(path)
+    except (SandboxError, OSError):
+        return []
+    try:
+        if opened.size == 0:
+            return []
+        with mmap.mmap(opened.fd, 0, access=mmap.ACCESS_READ) as data:
+            if data.find(b"PRIVATE KEY-----") < 0:
+                return []
+            spans: list[LineSpan] = []
+            line, counted_to, begin_line = 1, 0, None
+            for marker in PEM_MARKER_BYTES.finditer(data):  # pyright: ignore[reportCallIssue, reportArgumentType]
+                line += data[counted_to : marker.start()].count(b"\n")
+                counted_to = marker.start()
+                if marker.group(1) == b"BEGIN" and begin_line is None:
+                    begin_line = line
+                elif marker.group(1) == b"END" and begin_line is not None:
+                    if line > begin_line + 1:
+                        spans.append((begin_line + 1, line - 1, True))
+                    begin_line = None
+            if begin_line is not None:
+                spans.append((begin_line + 1, 1 << 62, False))
+            return spans
+    finally:
+        os.close(opened.fd)
+
+
+def _mask_lines_in_spans(lines: list[str], first_line: int, spans: list[LineSpan], counts: Counter[str]) -> list[str]:
+    """Mask key material in `lines` (numbered from `first_line`) that fall inside `spans`."""
+    if not spans:
+        return lines
+    result = list(lines)
+    for start, end, terminated in spans:
+        lo, hi = max(start, first_line), min(end, first_line + len(lines) - 1)
+        if lo > hi:
+            continue
+        window = result[lo - first_line : hi - first_line + 1]
+        masked = mask_key_lines(window, terminated=terminated)
+        if masked != window:
+            counts["private_key"] += 1
+            result[lo - first_line : hi - first_line + 1] = masked
+    return result
+
+
+def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, counts: Counter[str]) -> None:
+    numbered = not (isinstance(arguments, dict) and arguments.get("line_numbers") is False)  # pyright: ignore[reportUnknownMemberType]
+    content: str = payload["content"]
+    prefixes: list[str] = []
+    bodies: list[str] = []
+    for line in content.split("\n"):
+        match = _NUMBERED.fullmatch(line) if numbered else None
+        prefix = (match.group(1) or "") if match else ""
+        prefixes.append(prefix)
+        bodies.append(line[len(prefix) :])
+    bodies = _mask_lines_in_spans(bodies, payload["start_line"], private_key_spans(ws, payload["path"]), counts)
+    bodies = mask_text("\n".join(bodies), counts).split("\n")
+    payload["content"] = "\n".join(prefix + body for prefix, body in zip(prefixes, bodies, strict=True))
+
+
+def mask_search_text(ws: Workspace, payload: dict[str, Any], arguments: Any, counts: Counter[str]) -> None:
+    spans_by_path: dict[str, list[LineSpan]] = {}
+    for match in payload.get("matches", []):
+        path = match["path"]
+        if path not in spans_by_path:
+            spans_by_path[path] = private_key_spans(ws, path)
+        spans = spans_by_path[path]
+        text_lines: list[str] = match["text"].split("\n")
+        first = match["line"] - len(match["before"])
+        lines = [*match["before"], *text_lines, *match["after"]]
+        lines = _mask_lines_in_spans(lines, first, spans, counts)
+        before, rest = lines[: len(match["before"])], lines[len(match["before"]) :]
+        match["before"] = [mask_text(line, counts) for line in before]
+        match["text"] = mask_text("\n".join(rest[: len(text_lines)]), counts)
+        match["after"] = [mask_text(line, counts) for line in rest[len(text_lines) :]]
+
+
+def mask_execute_bash(ws: Workspace, payload: dict[str, Any], arguments: Any, counts: Counter[str]) -> None:
+    for field in ("stdout", "stderr"):
+        if isinstance(payload.get(field), str):
+            payload[field] = mask_text(payload[field], counts)
+
+
+def _mask_strings(value: Any, counts: Counter[str]) -> Any:
+    if isinstance(value, str):
+        return mask_text(value, counts)
+    if isinstance(value, dict):
+        return {key: _mask_strings(item, counts) for key, item in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [_mask_strings(item, counts) for item in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+def mask_error(payload: dict[str, Any], counts: Counter[str]) -> None:
+    """An error's details may carry output (a timed-out command's partial stdout): mask their strings. The
+    message and hint are the server's words around the caller's own arguments, so they are left as they are."""
+    error = payload["error"]
+    error["details"] = _mask_strings(error.get("details", {}), counts)
+
+
+PayloadMasker = Callable[["Workspace", dict[str, Any], Any, Counter[str]], None]
+"""Masks a success payload in place, adding to the counts by kind."""
+
+OUTPUT_MASKERS: Final[dict[str, PayloadMasker]] = {
+    "read_file": mask_read_file,
+    "search_text": mask_search_text,
+    "execute_bash": mask_execute_bash,
+}
+"""The tools whose results carry file contents or command output. Paths and counts are never masked."""
