@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from repo_sandbox.audit.known import KnownSecrets
 from repo_sandbox.audit.redact import (
     CapValues,
     EventDict,
+    MaskSecretStrings,
     Processor,
+    RedactSensitiveKeys,
     mask_partial_ids,
-    mask_secret_strings,
-    redact_sensitive_keys,
     shorten_home_paths,
 )
 
@@ -60,11 +61,12 @@ class TimeStamper:
         return {"ts": stamp, **event}
 
 
-def build_processors(*, redact: bool, max_value_chars: int, clock: Clock = time.time) -> list[Processor]:
-    """The chain every event goes through, in order; the JSON rendering and the sink come after it."""
-    chain: list[Processor] = [TimeStamper(clock)]
+def build_processors(*, redact: bool, max_value_chars: int, known: KnownSecrets | None = None) -> list[Processor]:
+    """The chain a time-stamped event goes through, in order; the JSON rendering and the sink come after it.
+    (`TimeStamper` runs first, when the event happens; these run later, on the writer thread.)"""
+    chain: list[Processor] = []
     if redact:
-        chain += [redact_sensitive_keys, mask_partial_ids, mask_secret_strings, shorten_home_paths]
+        chain += [RedactSensitiveKeys(known), mask_partial_ids, MaskSecretStrings(known), shorten_home_paths]
     chain.append(CapValues(max_value_chars))
     return chain
 

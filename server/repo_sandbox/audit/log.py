@@ -27,6 +27,7 @@ from repo_sandbox.audit.events import (
     decision_event,
     render_json,
 )
+from repo_sandbox.audit.known import KnownSecrets
 from repo_sandbox.audit.redact import EventDict
 from repo_sandbox.audit.sink import AuditSink, BackgroundWriter, RotatingFileSink, StreamSink
 from repo_sandbox.config.model import AuditConfig
@@ -40,8 +41,12 @@ class AuditLog:
     def __init__(self, config: AuditConfig, *, clock: Clock = time.time, stream: TextIO | None = None) -> None:
         self.config = config
         self.destination: Destination = "off" if not config.path else "stderr" if config.path == "-" else "file"
+        self.known_secrets = KnownSecrets()
+        """Secret values seen in results or events; masked wherever they appear again (memory only)."""
         self._stamp = TimeStamper(clock)
-        self._processors = build_processors(redact=config.redact, max_value_chars=config.max_value_chars)
+        self._processors = build_processors(
+            redact=config.redact, max_value_chars=config.max_value_chars, known=self.known_secrets
+        )
         self._sink: AuditSink | None = None
         self._writer: BackgroundWriter | None = None
         if self.destination != "off":

@@ -20,11 +20,31 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from repo_sandbox.audit.known import KnownSecrets
 from repo_sandbox.audit.patterns import PEM_MARKER_BYTES, mask_key_lines, mask_text
 from repo_sandbox.errors import SandboxError
 
 if TYPE_CHECKING:
     from repo_sandbox.workspace import Workspace
+
+
+class TextMasker:
+    """Masks the strings of one result: recognised secrets, then remembered ones; keeps counts and findings."""
+
+    __slots__ = ("counts", "found", "known")
+
+    def __init__(self, known: KnownSecrets | None = None) -> None:
+        self.counts = Counter[str]()
+        self.found: set[str] = set()
+        self.known = known
+
+    def __call__(self, text: str) -> str:
+        text = mask_text(text, self.counts, self.found)
+        return text if self.known is None else self.known.mask(text, self.counts)
+
+    def key_lines(self, lines: list[str], *, terminated: bool) -> list[str]:
+        return mask_key_lines(lines, terminated=terminated, found=self.found)
+
 
 LineSpan = tuple[int, int, bool]
 """(first, last, terminated): 1-based lines strictly inside a private key block of a file."""
@@ -63,7 +83,7 @@ def private_key_spans(ws: Workspace, path: str) -> list[LineSpan]:
         os.close(opened.fd)
 
 
-def _mask_lines_in_spans(lines: list[str], first_line: int, spans: list[LineSpan], counts: Counter[str]) -> list[str]:
+def _mask_lines_in_spans(lines: list[str], first_line: int, spans: list[LineSpan], mask: TextMasker) -> list[str]:
     """Mask key material in `lines` (numbered from `first_line`) that fall inside `spans`."""
     if not spans:
         return lines
@@ -73,14 +93,14 @@ def _mask_lines_in_spans(lines: list[str], first_line: int, spans: list[LineSpan
         if lo > hi:
             continue
         window = result[lo - first_line : hi - first_line + 1]
-        masked = mask_key_lines(window, terminated=terminated)
+        masked = mask.key_lines(window, terminated=terminated)
         if masked != window:
-            counts["private_key"] += 1
+            mask.counts["private_key"] += 1
             result[lo - first_line : hi - first_line + 1] = masked
     return result
 
 
-def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, counts: Counter[str]) -> None:
+def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
     numbered = not (isinstance(arguments, dict) and arguments.get("line_numbers") is False)  # pyright: ignore[reportUnknownMemberType]
     content: str = payload["content"]
     prefixes: list[str] = []
@@ -90,12 +110,12 @@ def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, count
         prefix = (match.group(1) or "") if match else ""
         prefixes.append(prefix)
         bodies.append(line[len(prefix) :])
-    bodies = _mask_lines_in_spans(bodies, payload["start_line"], private_key_spans(ws, payload["path"]), counts)
-    bodies = mask_text("\n".join(bodies), counts).split("\n")
+    bodies = _mask_lines_in_spans(bodies, payload["start_line"], private_key_spans(ws, payload["path"]), mask)
+    bodies = mask("\n".join(bodies)).split("\n")
     payload["content"] = "\n".join(prefix + body for prefix, body in zip(prefixes, bodies, strict=True))
 
 
-def mask_search_text(ws: Workspace, payload: dict[str, Any], arguments: Any, counts: Counter[str]) -> None:
+def mask_search_text(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
     spans_by_path: dict[str, list[LineSpan]] = {}
     for match in payload.get("matches", []):
         path = match["path"]
@@ -105,38 +125,39 @@ def mask_search_text(ws: Workspace, payload: dict[str, Any], arguments: Any, cou
         text_lines: list[str] = match["text"].split("\n")
         first = match["line"] - len(match["before"])
         lines = [*match["before"], *text_lines, *match["after"]]
-        lines = _mask_lines_in_spans(lines, first, spans, counts)
+        lines = _mask_lines_in_spans(lines, first, spans, mask)
         before, rest = lines[: len(match["before"])], lines[len(match["before"]) :]
-        match["before"] = [mask_text(line, counts) for line in before]
-        match["text"] = mask_text("\n".join(rest[: len(text_lines)]), counts)
-        match["after"] = [mask_text(line, counts) for line in rest[len(text_lines) :]]
+        match["before"] = [mask(line) for line in before]
+        match["text"] = mask("\n".join(rest[: len(text_lines)]))
+        match["after"] = [mask(line) for line in rest[len(text_lines) :]]
 
 
-def mask_execute_bash(ws: Workspace, payload: dict[str, Any], arguments: Any, counts: Counter[str]) -> None:
+def mask_execute_bash(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
     for field in ("stdout", "stderr"):
         if isinstance(payload.get(field), str):
-            payload[field] = mask_text(payload[field], counts)
+            payload[field] = mask(payload[field])
 
 
-def _mask_strings(value: Any, counts: Counter[str]) -> Any:
+def mask_strings(value: Any, mask: Callable[[str], str]) -> Any:
+    """`value` (JSON-like) with every string passed through `mask`."""
     if isinstance(value, str):
-        return mask_text(value, counts)
+        return mask(value)
     if isinstance(value, dict):
-        return {key: _mask_strings(item, counts) for key, item in value.items()}  # pyright: ignore[reportUnknownVariableType]
+        return {key: mask_strings(item, mask) for key, item in value.items()}  # pyright: ignore[reportUnknownVariableType]
     if isinstance(value, list):
-        return [_mask_strings(item, counts) for item in value]  # pyright: ignore[reportUnknownVariableType]
+        return [mask_strings(item, mask) for item in value]  # pyright: ignore[reportUnknownVariableType]
     return value
 
 
-def mask_error(payload: dict[str, Any], counts: Counter[str]) -> None:
+def mask_error(payload: dict[str, Any], mask: TextMasker) -> None:
     """An error's details may carry output (a timed-out command's partial stdout): mask their strings. The
     message and hint are the server's words around the caller's own arguments, so they are left as they are."""
     error = payload["error"]
-    error["details"] = _mask_strings(error.get("details", {}), counts)
+    error["details"] = mask_strings(error.get("details", {}), mask)
 
 
-PayloadMasker = Callable[["Workspace", dict[str, Any], Any, Counter[str]], None]
-"""Masks a success payload in place, adding to the counts by kind."""
+PayloadMasker = Callable[["Workspace", dict[str, Any], Any, TextMasker], None]
+"""Masks the text fields of a success payload in place."""
 
 OUTPUT_MASKERS: Final[dict[str, PayloadMasker]] = {
     "read_file": mask_read_file,

@@ -24,7 +24,8 @@ _B: Final = r"(?<![A-Za-z0-9_])"
 
 _SENSITIVE_NAME: Final = (
     r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
-    r"|client[_-]?secret|auth[_-]?key|credentials?|session[_-]?id|sessionid)"
+    r"|secret[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|client[_-]?secret|auth[_-]?key|credentials?"
+    r"|session[_-]?id|sessionid)"
 )
 """How the name of a sensitive value ends (`db_password`, `GITHUB_TOKEN`, `x-api-key`, `SessionId`)."""
 
@@ -181,7 +182,7 @@ RULES: Final[tuple[SecretRule, ...]] = (
     # Credentials found by their context ---------------------------------------------------------------
     rule(
         "url_credentials",
-        r"\b[a-z][a-z0-9+.-]{1,20}://([^\s/?#@:\"'<>]+:[^\s/?#@\"'<>]+)@",
+        r"\b[a-z][a-z0-9+.-]{1,20}://([^\s/?#@:\"'<>]*:[^\s/?#@\"'<>]+)@",
         "://",
         groups=(1,),
         fold=True,
@@ -240,7 +241,7 @@ _KEY_MATERIAL: Final = re.compile(r"[A-Za-z0-9+/]+={0,2}|[A-Za-z-]+:[ \t]*\S.*")
 """A line of a private key's body: base64, or a header such as `DEK-Info: ...`."""
 
 
-def mask_key_line(line: str, *, min_chars: int) -> str:
+def mask_key_line(line: str, *, min_chars: int, found: set[str] | None = None) -> str:
     """Mask a line of a private key's body, keeping indentation and any line-cut marker; other lines stay."""
     cut = _CUT_MARKER.search(line)
     body_end = cut.start() if cut else len(line)
@@ -248,23 +249,25 @@ def mask_key_line(line: str, *, min_chars: int) -> str:
     material = _ESCAPED_NEWLINE.sub("", body).strip(_EMBEDDING_CHARS)
     if len(material) < min_chars or not _KEY_MATERIAL.fullmatch(material) or is_mask(body):
         return line
+    if found is not None:
+        found.add(material)
     return line[: body_end - len(body)] + mask_for("private_key", body) + line[body_end:]
 
 
-def mask_key_lines(lines: list[str], *, terminated: bool) -> list[str]:
+def mask_key_lines(lines: list[str], *, terminated: bool, found: set[str] | None = None) -> list[str]:
     """Mask the key material among lines known to lie inside a private key block. In a block without an END
     marker only long base64 lines (and the short lines right after them) count, so code that merely
     mentions a BEGIN marker stays readable."""
     masked: list[str] = []
     previous = False
     for line in lines:
-        new = mask_key_line(line, min_chars=1 if terminated or previous else 16)
+        new = mask_key_line(line, min_chars=1 if terminated or previous else 16, found=found)
         previous = new != line
         masked.append(new)
     return masked
 
 
-def _mask_private_keys(text: str, counts: Counter[str]) -> str:
+def _mask_private_keys(text: str, counts: Counter[str], found: set[str] | None) -> str:
     """Mask the key material between BEGIN and END of each private key block (to the end of the text when the
     END is not in it)."""
     if "PRIVATE KEY" not in text:
@@ -275,7 +278,7 @@ def _mask_private_keys(text: str, counts: Counter[str]) -> str:
         end = PEM_END.search(text, begin.end())
         stop = end.start() if end is not None else len(text)
         body = text[begin.end() : stop]
-        masked = "\n".join(mask_key_lines(body.split("\n"), terminated=end is not None))
+        masked = "\n".join(mask_key_lines(body.split("\n"), terminated=end is not None, found=found))
         if masked != body:
             counts["private_key"] += 1
         parts += [text[position : begin.end()], masked]
@@ -284,7 +287,16 @@ def _mask_private_keys(text: str, counts: Counter[str]) -> str:
     return "".join(parts)
 
 
-def _apply_rule(secret_rule: SecretRule, text: str, counts: Counter[str]) -> str:
+def _parts_worth_remembering(kind: str, secret: str) -> list[str]:
+    """The secret, and the parts of it that could show up on their own (a URL's password, cookie values)."""
+    if kind == "url_credentials":
+        return [secret, secret.partition(":")[2]]
+    if kind == "cookie":
+        return [secret, *(pair.partition("=")[2].strip() for pair in secret.split(";"))]
+    return [secret]
+
+
+def _apply_rule(secret_rule: SecretRule, text: str, counts: Counter[str], found: set[str] | None) -> str:
     def replace(match: re.Match[str]) -> str:
         if secret_rule.keep is not None and secret_rule.keep(match):
             return match.group(0)
@@ -293,6 +305,8 @@ def _apply_rule(secret_rule: SecretRule, text: str, counts: Counter[str]) -> str
         if is_mask(secret):
             return match.group(0)
         counts[secret_rule.kind] += 1
+        if found is not None:
+            found.update(_parts_worth_remembering(secret_rule.kind, secret))
         offset = match.start()
         whole = match.group(0)
         return whole[: start - offset] + mask_for(secret_rule.kind, secret) + whole[end - offset :]
@@ -300,10 +314,11 @@ def _apply_rule(secret_rule: SecretRule, text: str, counts: Counter[str]) -> str
     return secret_rule.pattern.sub(replace, text)
 
 
-def mask_text(text: str, counts: Counter[str] | None = None) -> str:
-    """`text` with every recognised secret masked; `counts` (if given) gains one per masked secret, by kind."""
+def mask_text(text: str, counts: Counter[str] | None = None, found: set[str] | None = None) -> str:
+    """`text` with every recognised secret masked; `counts` (if given) gains one per masked secret, by kind,
+    and `found` (if given) the secret values themselves."""
     counts = Counter[str]() if counts is None else counts
-    text = _mask_private_keys(text, counts)
+    text = _mask_private_keys(text, counts, found)
     folded: str | None = None
     for secret_rule in RULES:
         if secret_rule.hints:
@@ -315,7 +330,7 @@ def mask_text(text: str, counts: Counter[str] | None = None) -> str:
             if not any(hint in haystack for hint in secret_rule.hints):
                 continue
         before = sum(counts.values())
-        text = _apply_rule(secret_rule, text, counts)
+        text = _apply_rule(secret_rule, text, counts, found)
         if sum(counts.values()) != before:
             folded = None
     return text

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from repo_sandbox.audit.known import KnownSecrets
 from repo_sandbox.audit.patterns import mask_text
 
 EventDict = dict[str, Any]
@@ -97,15 +98,34 @@ def _for_unprotected(event: EventDict, transform: Callable[[Any], Any]) -> Event
     return {key: value if key in PROTECTED_KEYS else transform(value) for key, value in event.items()}
 
 
-def redact_sensitive_keys(event: EventDict) -> EventDict:
-    """Replace every value under a sensitive key, at any depth (booleans and nulls say nothing, so they stay)."""
+def _strings_in(value: Any) -> list[str]:
+    found: list[str] = []
+    _map_strings(value, lambda text: found.append(text) or text)
+    return found
 
-    def on_key(key: str, value: Any) -> tuple[bool, Any]:
-        if is_sensitive_key(key) and value is not None and not isinstance(value, bool):
-            return True, REDACTED
-        return False, None
 
-    return _for_unprotected(event, lambda value: _map_keyed({"": value}, on_key)[""])
+class RedactSensitiveKeys:
+    """Replace every value under a sensitive key, at any depth (booleans and nulls say nothing, so they stay).
+    The replaced strings are remembered in `known`, so they are masked wherever else they appear."""
+
+    __slots__ = ("known",)
+
+    def __init__(self, known: KnownSecrets | None = None) -> None:
+        self.known = known
+
+    def __call__(self, event: EventDict) -> EventDict:
+        replaced: list[str] = []
+
+        def on_key(key: str, value: Any) -> tuple[bool, Any]:
+            if is_sensitive_key(key) and value is not None and not isinstance(value, bool):
+                replaced.extend(_strings_in(value))
+                return True, REDACTED
+            return False, None
+
+        result = _for_unprotected(event, lambda value: _map_keyed({"": value}, on_key)[""])
+        if self.known is not None:
+            self.known.add(replaced)
+        return result
 
 
 def mask_partial_ids(event: EventDict) -> EventDict:
@@ -119,9 +139,22 @@ def mask_partial_ids(event: EventDict) -> EventDict:
     return _for_unprotected(event, lambda value: _map_keyed({"": value}, on_key)[""])
 
 
-def mask_secret_strings(event: EventDict) -> EventDict:
-    """Mask recognised secrets (tokens, keys, passwords in context, private keys) in every string."""
-    return _map_strings(event, mask_text)
+class MaskSecretStrings:
+    """Mask recognised secrets (tokens, keys, passwords in context, private keys) in every string, then the
+    values in `known` (secrets seen before, e.g. in the call's own output) wherever they appear on their own."""
+
+    __slots__ = ("known",)
+
+    def __init__(self, known: KnownSecrets | None = None) -> None:
+        self.known = known
+
+    def __call__(self, event: EventDict) -> EventDict:
+        found: set[str] = set()
+        event = _map_strings(event, lambda text: mask_text(text, None, found))
+        if self.known is None:
+            return event
+        self.known.add(found)
+        return _map_strings(event, self.known.mask) if len(self.known) else event
 
 
 def shorten_home_path(text: str) -> str:

@@ -20,7 +20,7 @@ import anyio
 
 from repo_sandbox.audit.events import CURRENT_CALL, CallScope
 from repo_sandbox.audit.log import AuditLog
-from repo_sandbox.audit.output import OUTPUT_MASKERS, mask_error
+from repo_sandbox.audit.output import OUTPUT_MASKERS, TextMasker, mask_error, mask_strings
 from repo_sandbox.runtime.pipeline import CallOutcome, Handler, ToolCall
 from repo_sandbox.tools.registry import TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace
@@ -106,13 +106,17 @@ class OutputMaskingStage:
         return CallOutcome(outcome.tool, payload, outcome.is_error, outcome.duration_ms)
 
     def _mask(self, outcome: CallOutcome, arguments: Any) -> tuple[dict[str, Any], Counter[str]]:
-        counts = Counter[str]()
+        known = self.workspace.audit.known_secrets
+        mask = TextMasker(known)
         payload = _copy(outcome.payload)
         if outcome.is_error:
-            mask_error(payload, counts)
+            mask_error(payload, mask)
         else:
-            OUTPUT_MASKERS[outcome.tool](self.workspace, payload, arguments, counts)
-        return payload, counts
+            OUTPUT_MASKERS[outcome.tool](self.workspace, payload, arguments, mask)
+        if mask.found - set(known.snapshot()):  # new secrets: mask their other, bare occurrences in this result too
+            known.add(mask.found)
+            payload = mask_strings(payload, lambda text: known.mask(text, mask.counts))
+        return payload, mask.counts
 
 
 def _copy(value: Any) -> Any:
