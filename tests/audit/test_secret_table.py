@@ -94,6 +94,7 @@ PWD_VALUE = "s3cr3t-pwd-" + rand(8)
 PASSWD_VALUE = "passwd-" + rand(10)
 PG_PASSWORD = "pg-" + rand(14)
 FLAG_PASSWORD = "flag-" + rand(14)
+CURL_PASSWORD = "curl-" + rand(14)
 MYSQL_PASSWORD = "My" + rand(12) + "9!"
 URL_PASSWORD = "Sup3rS3cret" + rand(8)
 URL_PASSWORD_2 = "tok3n-" + rand(12)
@@ -152,6 +153,7 @@ SECRETS: list[Secret] = [
     Secret("passwd_ini", PASSWD_VALUE, f"passwd={PASSWD_VALUE}"),
     Secret("pgpassword_in_command", PG_PASSWORD, f"PGPASSWORD={PG_PASSWORD} psql -h db -U app"),
     Secret("password_flag_in_command", FLAG_PASSWORD, f"mytool login --password {FLAG_PASSWORD} --user bob"),
+    Secret("curl_user_password", CURL_PASSWORD, f"curl -fsS -u deploy:{CURL_PASSWORD} https://artifacts.acme.dev/x"),
     Secret("mysql_p_flag", MYSQL_PASSWORD, f"mysql -u root -p{MYSQL_PASSWORD} app < dump.sql"),
     Secret("password_xml", XML_PASSWORD, f"<password>{XML_PASSWORD}</password>"),
     Secret("token_in_query", QUERY_TOKEN, f"GET https://api.example.com/v1/items?access_token={QUERY_TOKEN}&page=2"),
@@ -214,6 +216,7 @@ LOOK_ALIKES: list[tuple[str, str]] = [
     ("short_ghp", "ghp_short is a prefix"),
     ("hf_function", 'hf_hub_download(repo_id="bert-base-uncased", filename="config.json")'),
     ("mysql_prompt", "mysql -u root -p app"),
+    ("docker_uid_gid", "docker run -u 1000:1000 --rm alpine id"),
     ("bearer_prose", "Bearer tokens are described in RFC 6750."),
     # URLs without credentials, keys that are public
     ("url_without_creds", "https://github.com/acme/app.git and ssh://git@github.com/acme/app.git"),

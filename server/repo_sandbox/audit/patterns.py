@@ -209,6 +209,13 @@ RULES: Final[tuple[SecretRule, ...]] = (
     ),
     rule(
         "password",
+        r"(?<![\w-])(?:-u|--user|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:\"']*:(?!\d+(?:[\s\"']|$))(?P<v>[^\s\"']{3,})",
+        *("-u", "--user", "--proxy-user"),
+        groups=("v",),
+        keep=_flag_value_is_placeholder,
+    ),
+    rule(
+        "password",
         r"\b(?:mysql|mysqldump|mariadb)\b[^\n]*?[ \t]-p(?P<v>[^\s\"'-][^\s\"']{2,})",
         *("mysql", "mariadb"),
         groups=("v",),
@@ -237,7 +244,7 @@ _CUT_MARKER: Final = re.compile(r"\.\.\. \[(?:line cut|cut to fit)[^\]]*\]$")
 _ESCAPED_NEWLINE: Final = re.compile(r"\\[nr]")
 _EMBEDDING_CHARS: Final = " \t\"'`+,;()"
 """What surrounds key material in source and config files: quotes, concatenation, escaped newlines."""
-_KEY_MATERIAL: Final = re.compile(r"[A-Za-z0-9+/]+={0,2}|[A-Za-z-]+:[ \t]*\S.*")
+_KEY_MATERIAL: Final = re.compile(r"[A-Za-z0-9+/]+={0,2}|(?:Proc-Type|DEK-Info|Comment|Version|Hash|Charset):.*")
 """A line of a private key's body: base64, or a header such as `DEK-Info: ...`."""
 
 
@@ -247,7 +254,7 @@ def mask_key_line(line: str, *, min_chars: int, found: set[str] | None = None) -
     body_end = cut.start() if cut else len(line)
     body = line[:body_end].lstrip(" \t")
     material = _ESCAPED_NEWLINE.sub("", body).strip(_EMBEDDING_CHARS)
-    if len(material) < min_chars or not _KEY_MATERIAL.fullmatch(material) or is_mask(body):
+    if len(material) < min_chars or not _KEY_MATERIAL.fullmatch(material) or "[REDACTED" in body:
         return line
     if found is not None:
         found.add(material)
@@ -276,7 +283,10 @@ def _mask_private_keys(text: str, counts: Counter[str], found: set[str] | None) 
     position = 0
     while (begin := PEM_BEGIN.search(text, position)) is not None:
         end = PEM_END.search(text, begin.end())
-        stop = end.start() if end is not None else len(text)
+        after = PEM_BEGIN.search(text, begin.end())
+        if after is not None and (end is None or after.start() < end.start()):
+            end = None  # a block without its END, followed by another block
+        stop = end.start() if end is not None else after.start() if after is not None else len(text)
         body = text[begin.end() : stop]
         masked = "\n".join(mask_key_lines(body.split("\n"), terminated=end is not None, found=found))
         if masked != body:
