@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from repo_sandbox.audit.keys import mask_key_line
 from repo_sandbox.audit.known import KnownSecrets
-from repo_sandbox.audit.patterns import mask_for, mask_key_line, mask_text
+from repo_sandbox.audit.masking import mask_text
+from repo_sandbox.audit.patterns import mask_for
 
 GHP = "ghp_" + "Ab1" * 12
 KEY_LINE = "MIIEowIBAAKCAQEAx4Ub2k9PxFv8bO5dX0uIvaDy5mJ3DjqoTQyK8Nd3KmZ1wq7fLpRs"

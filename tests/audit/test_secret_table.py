@@ -19,7 +19,7 @@ from mcp import Client
 
 from repo_sandbox.app import build_server
 from repo_sandbox.audit.events import build_processors, render_json
-from repo_sandbox.audit.patterns import mask_text
+from repo_sandbox.audit.masking import mask_text
 from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext
@@ -235,6 +235,7 @@ LOOK_ALIKES: list[tuple[str, str]] = [
         '<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==">',
     ),
     ("time_and_port", "started at 12:30:45 on 127.0.0.1:8000"),
+    ("aws_role_id_not_a_credential", "RoleId: AROAJ2UCCR6DPCEXAMPLE"),
 ]
 
 

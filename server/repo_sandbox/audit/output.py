@@ -20,8 +20,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from repo_sandbox.audit.keys import PEM_MARKER_BYTES, mask_key_lines, mask_private_keys
 from repo_sandbox.audit.known import KnownSecrets
-from repo_sandbox.audit.patterns import PEM_MARKER_BYTES, mask_key_lines, mask_text
+from repo_sandbox.audit.masking import mask_text
 from repo_sandbox.errors import SandboxError
 
 if TYPE_CHECKING:
@@ -38,9 +39,12 @@ class TextMasker:
         self.found: set[str] = set()
         self.known = known
 
-    def __call__(self, text: str) -> str:
-        text = mask_text(text, self.counts, self.found)
+    def __call__(self, text: str, *, private_keys: bool = True) -> str:
+        text = mask_text(text, self.counts, self.found, private_keys=private_keys)
         return text if self.known is None else self.known.mask(text, self.counts)
+
+    def private_keys(self, text: str) -> str:
+        return mask_private_keys(text, self.counts, self.found)
 
     def key_lines(self, lines: list[str], *, terminated: bool) -> list[str]:
         return mask_key_lines(lines, terminated=terminated, found=self.found)
@@ -51,6 +55,14 @@ LineSpan = tuple[int, int, bool]
 
 _NUMBERED: Final = re.compile(r"( *\d+\t)?(.*)", re.DOTALL)
 """read_file's `cat -n` prefix: the number right-aligned in 6 columns, then a tab."""
+_KEY_LIKE_LINE: Final = re.compile(
+    r"""^(?: *\d+\t)?[ \t"'`]*[A-Za-z0-9+/]{16,}={0,2}(?:\\n|[ \t"'`,;+)])*$""", re.MULTILINE
+)
+"""A line that could be part of a private key; only then is the file scanned for key blocks."""
+
+
+def _may_show_key_material(text: str) -> bool:
+    return _KEY_LIKE_LINE.search(text) is not None
 
 
 def private_key_spans(ws: Workspace, path: str) -> list[LineSpan]:
@@ -101,8 +113,12 @@ def _mask_lines_in_spans(lines: list[str], first_line: int, spans: list[LineSpan
 
 
 def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
-    numbered = not (isinstance(arguments, dict) and arguments.get("line_numbers") is False)  # pyright: ignore[reportUnknownMemberType]
     content: str = payload["content"]
+    key_like = _may_show_key_material(content)
+    if not key_like and "PRIVATE KEY" not in content:  # no rule needs the `cat -n` prefixes taken off
+        payload["content"] = mask(content)
+        return
+    numbered = not (isinstance(arguments, dict) and arguments.get("line_numbers") is False)  # pyright: ignore[reportUnknownMemberType]
     prefixes: list[str] = []
     bodies: list[str] = []
     for line in content.split("\n"):
@@ -110,26 +126,39 @@ def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask:
         prefix = (match.group(1) or "") if match else ""
         prefixes.append(prefix)
         bodies.append(line[len(prefix) :])
-    bodies = _mask_lines_in_spans(bodies, payload["start_line"], private_key_spans(ws, payload["path"]), mask)
-    bodies = mask("\n".join(bodies)).split("\n")
+    joined = "\n".join(bodies)
+    if key_like:
+        spans = private_key_spans(ws, payload["path"])
+        joined = "\n".join(_mask_lines_in_spans(bodies, payload["start_line"], spans, mask))
+    bodies = mask(joined).split("\n")
     payload["content"] = "\n".join(prefix + body for prefix, body in zip(prefixes, bodies, strict=True))
 
 
 def mask_search_text(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
+    """All matches are masked in one pass over their joined lines (one call per hit would cost ~10x more);
+    private key blocks are handled per match, so a BEGIN in one hit never reaches into the next."""
+    matches: list[dict[str, Any]] = payload.get("matches", [])
+    blocks: list[list[str]] = []
+    for match in matches:
+        blocks.append([*match["before"], *match["text"].split("\n"), *match["after"]])
+    if not blocks:
+        return
     spans_by_path: dict[str, list[LineSpan]] = {}
-    for match in payload.get("matches", []):
-        path = match["path"]
-        if path not in spans_by_path:
-            spans_by_path[path] = private_key_spans(ws, path)
-        spans = spans_by_path[path]
-        text_lines: list[str] = match["text"].split("\n")
-        first = match["line"] - len(match["before"])
-        lines = [*match["before"], *text_lines, *match["after"]]
-        lines = _mask_lines_in_spans(lines, first, spans, mask)
-        before, rest = lines[: len(match["before"])], lines[len(match["before"]) :]
-        match["before"] = [mask(line) for line in before]
-        match["text"] = mask("\n".join(rest[: len(text_lines)]))
-        match["after"] = [mask(line) for line in rest[len(text_lines) :]]
+    check_files = _may_show_key_material("\n".join(line for block in blocks for line in block))
+    all_lines: list[str] = []
+    for match, block in zip(matches, blocks, strict=True):
+        lines = block
+        if check_files:
+            path = match["path"]
+            if path not in spans_by_path:
+                spans_by_path[path] = private_key_spans(ws, path)
+            lines = _mask_lines_in_spans(block, match["line"] - len(match["before"]), spans_by_path[path], mask)
+        all_lines += mask.private_keys("\n".join(lines)).split("\n")
+    masked = iter(mask("\n".join(all_lines), private_keys=False).split("\n"))
+    for match in matches:
+        match["before"] = [next(masked) for _ in match["before"]]
+        match["text"] = "\n".join(next(masked) for _ in match["text"].split("\n"))
+        match["after"] = [next(masked) for _ in match["after"]]
 
 
 def mask_execute_bash(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:

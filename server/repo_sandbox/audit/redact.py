@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from repo_sandbox.audit.known import KnownSecrets
-from repo_sandbox.audit.patterns import mask_text
+from repo_sandbox.audit.masking import mask_text
 
 EventDict = dict[str, Any]
 """One audit event: a JSON-able dict."""

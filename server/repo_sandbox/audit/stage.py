@@ -79,6 +79,27 @@ class AuditStage:
             pass
 
 
+INLINE_CHARS = 16_384
+"""Results with less text than this are masked on the event loop; larger ones in a worker thread."""
+
+
+def _larger_than(value: Any, limit: int) -> bool:
+    """Whether the strings in a JSON-like value add up to more than `limit` characters (stops early)."""
+    budget = limit
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            budget -= len(item)
+            if budget < 0:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+        elif isinstance(item, list):
+            stack.extend(item)  # pyright: ignore[reportUnknownArgumentType]
+    return False
+
+
 def _reports_redactions(tool: str) -> bool:
     spec = TOOLS_BY_NAME.get(tool)
     return spec is not None and all("redactions" in model.model_fields for model in spec.result_models)
@@ -95,7 +116,10 @@ class OutputMaskingStage:
         masker = None if outcome.is_error else OUTPUT_MASKERS.get(outcome.tool)
         if masker is None and not outcome.is_error:
             return outcome
-        payload, counts = await anyio.to_thread.run_sync(self._mask, outcome, call.arguments)
+        if _larger_than(outcome.payload, INLINE_CHARS):
+            payload, counts = await anyio.to_thread.run_sync(self._mask, outcome, call.arguments)
+        else:  # a thread hop would cost more than masking a small result
+            payload, counts = self._mask(outcome, call.arguments)
         total = sum(counts.values())
         if total:
             self.workspace.audit.decision(
