@@ -62,6 +62,7 @@ def test_call_prints_the_result_and_exits_0(small_repo: Path) -> None:
         "total_matches": 1,
         "truncated": False,
         "next_offset": None,
+        "redactions": 0,
     }
     assert done.stderr == ""
 

@@ -27,6 +27,7 @@ async def test_read_file_defaults_return_the_whole_small_file_numbered(client: C
         "next_offset": None,
         "size_bytes": 25,
         "encoding": "utf-8",
+        "redactions": 0,
     }
 
 
@@ -47,6 +48,7 @@ async def test_read_file_offset_and_limit_select_a_line_range(client: Client) ->
         "next_offset": 13,
         "size_bytes": result["size_bytes"],
         "encoding": "utf-8",
+        "redactions": 0,
     }
 
 
@@ -107,6 +109,7 @@ async def test_read_file_of_an_empty_file_returns_no_lines(client: Client) -> No
         "next_offset": None,
         "size_bytes": 0,
         "encoding": "utf-8",
+        "redactions": 0,
     }
     error = await call_error(client, "read_file", {"path": "data/empty.txt", "offset": 2})
     assert error["details"]["field"] == "offset"

@@ -54,6 +54,7 @@ async def test_search_text_defaults_return_every_matching_line_in_path_order(cli
         "total_matches": len(TODO_MATCHES),
         "truncated": False,
         "next_offset": None,
+        "redactions": 0,
     }
 
 
@@ -70,6 +71,7 @@ async def test_search_text_files_with_matches_lists_each_file_once(client: Clien
         "total_matches": len(TODO_MATCHES),
         "truncated": False,
         "next_offset": None,
+        "redactions": 0,
     }
 
 
@@ -230,6 +232,7 @@ async def test_search_text_over_a_single_file_searches_it_whatever_the_glob(clie
         "total_matches": 1,
         "truncated": False,
         "next_offset": None,
+        "redactions": 0,
     }
 
 
