@@ -99,9 +99,39 @@ class LimitsConfig(_Section):
         return self
 
 
+class GuardConfig(_Section):
+    """Agent-loop guard rails per client session: the circuit breaker and the repeated-call guard."""
+
+    failure_threshold: int = Field(default=3, ge=1, le=1000)
+    """Failed calls of one tool with similar arguments, in a row, that open the circuit for such calls."""
+    window_s: float = Field(default=300.0, gt=0)
+    """Only failures this recent count towards `failure_threshold` (seconds)."""
+    similarity: float = Field(default=0.7, gt=0, le=1)
+    """Arguments at least this similar (0..1, see README "Agent-loop guard rails") count as the same call."""
+    recovery_s: float = Field(default=300.0, gt=0)
+    """How long an open circuit blocks similar calls before letting one trial call through (half-open)."""
+    repeat_threshold: int = Field(default=5, ge=1, le=1000)
+    """Identical calls (same tool, same arguments) allowed in a row; the next one gets `repeated_call`."""
+
+
+class BudgetConfig(_Section):
+    """What one client session may spend. 0 means unlimited."""
+
+    max_calls: int = Field(default=2000, ge=0)
+    """Tool calls per session."""
+    max_output_bytes: int = Field(default=32 * 1024 * 1024, ge=0)
+    """Bytes of tool results (serialised JSON) per session."""
+    max_exec_s: float = Field(default=600.0, ge=0)
+    """Seconds of execute_bash run time per session."""
+    degrade_below_bytes: int = Field(default=512 * 1024, ge=0)
+    """When less output budget than this is left, search_text answers with file names only and says so."""
+
+
 class Settings(_Section):
     """The whole effective policy."""
 
     server: ServerConfig = Field(default_factory=ServerConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    guard: GuardConfig = Field(default_factory=GuardConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)

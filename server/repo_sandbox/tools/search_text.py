@@ -73,6 +73,11 @@ class FileCount(ResultModel):
 class _SearchSummary(Paged):
     files_searched: int = Field(description="Files searched (binary and skipped files excluded).")
     total_matches: int = Field(description="Matching lines found; a lower bound when `truncated`.")
+    degraded: str | None = Field(
+        default=None,
+        description="Set when the server narrowed this search (e.g. file names only, near the session's output "
+        "budget): says what changed. Null for a normal result.",
+    )
 
 
 class SearchTextContentResult(_SearchSummary):
