@@ -8,7 +8,7 @@ stream), and answers elicitations with a `ScriptedUser`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +23,9 @@ Mode = str
 """'legacy' (the 2025-11-25 handshake) or 'auto' (2026-07-28 against this server)."""
 
 ERAS: tuple[Mode, ...] = ("legacy", "auto")
+
+ServerFactory = Callable[..., MCPServer[Any]]
+"""`factory(**config_sections) -> server`, as the test fixtures provide it."""
 
 
 @dataclass

@@ -107,7 +107,7 @@ class GuardConfig(_Section):
     window_s: float = Field(default=300.0, gt=0)
     """Only failures this recent count towards `failure_threshold` (seconds)."""
     similarity: float = Field(default=0.7, gt=0, le=1)
-    """Arguments at least this similar (0..1, see README "Agent-loop guard rails") count as the same call."""
+    """Arguments at least this similar (0..1, token Jaccard, see `runtime.similarity`) count as the same call."""
     recovery_s: float = Field(default=300.0, gt=0)
     """How long an open circuit blocks similar calls before letting one trial call through (half-open)."""
     repeat_threshold: int = Field(default=5, ge=1, le=1000)

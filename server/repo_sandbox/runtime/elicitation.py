@@ -33,6 +33,7 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequest
 from mcp_types.version import is_version_at_least
+from pydantic import BaseModel, Field
 
 from repo_sandbox.runtime.clock import Clock
 
@@ -142,11 +143,11 @@ class InputRound:
         self, request_state: str | None, input_responses: Mapping[str, Any] | None, ledger: NonceLedger
     ) -> None:
         state = _decode_state(request_state)
-        if state["nonce"] and not ledger.consume(state["nonce"]):
+        if state.nonce is not None and not ledger.consume(state.nonce):
             logger.info("request_state replayed; its answers are ignored and the questions asked again")
-            state, input_responses = _decode_state(None), None
-        self._asked: dict[str, str] = state["asked"]
-        self._answers: dict[str, dict[str, Any]] = state["answers"]
+            state, input_responses = _State(), None
+        self._asked = state.asked
+        self._answers = state.answers
         self._responses = dict(input_responses or {})
         self._next = 0
 
@@ -155,11 +156,11 @@ class InputRound:
         self._next += 1
         digest = question_digest(message, requested_schema)
         recorded = self._answers.get(key)
-        if recorded is not None and recorded.get("q") == digest:
-            return ElicitAnswer(recorded["action"], recorded.get("content"))
+        if recorded is not None and recorded.q == digest:
+            return ElicitAnswer(recorded.action, recorded.content)
         response = self._responses.get(key)
         if isinstance(response, ElicitResult) and self._asked.get(key) == digest:
-            self._answers[key] = {"q": digest, "action": response.action, "content": response.content}
+            self._answers[key] = _Recorded(q=digest, action=response.action, content=response.content)
             return ElicitAnswer(response.action, response.content)
         request = ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=requested_schema))
         raise InputRequired({key: request}, _encode_state({key: digest}, self._answers))
@@ -182,24 +183,32 @@ def elicitor_for(
     return legacy_elicitor(session, request_id)
 
 
-def _encode_state(asked: dict[str, str], answers: dict[str, dict[str, Any]]) -> str:
-    state = {"v": _STATE_VERSION, "nonce": secrets.token_urlsafe(16), "asked": asked, "answers": answers}
-    return json.dumps(state, separators=(",", ":"))
+class _Recorded(BaseModel):
+    q: str
+    """Digest of the question this answers."""
+    action: ElicitAction
+    content: dict[str, Any] | None = None
 
 
-def _decode_state(request_state: str | None) -> dict[str, Any]:
+class _State(BaseModel):
+    """Our plaintext inside the sealed request_state."""
+
+    v: Literal[1] = _STATE_VERSION
+    nonce: str | None = None
+    asked: dict[str, str] = Field(default_factory=dict[str, str])
+    answers: dict[str, _Recorded] = Field(default_factory=dict[str, _Recorded])
+
+
+def _encode_state(asked: dict[str, str], answers: dict[str, _Recorded]) -> str:
+    state = _State(nonce=secrets.token_urlsafe(16), asked=asked, answers=answers)
+    return json.dumps(state.model_dump(mode="json"), separators=(",", ":"))
+
+
+def _decode_state(request_state: str | None) -> _State:
     """The state is plaintext the boundary already verified as ours; anything unexpected means "no progress"."""
-    empty: dict[str, Any] = {"nonce": None, "asked": {}, "answers": {}}
     if not request_state:
-        return empty
+        return _State()
     try:
-        state = json.loads(request_state)
-    except ValueError:
-        return empty
-    if not isinstance(state, dict) or state.get("v") != _STATE_VERSION:  # pyright: ignore[reportUnknownMemberType]
-        return empty
-    return {
-        "nonce": str(state.get("nonce") or "") or None,  # pyright: ignore[reportUnknownMemberType]
-        "asked": dict(state.get("asked") or {}),  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        "answers": dict(state.get("answers") or {}),  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-    }
+        return _State.model_validate(json.loads(request_state))
+    except ValueError:  # includes pydantic's ValidationError
+        return _State()

@@ -4,30 +4,34 @@ Normalisation: arguments that equal the tool's default are dropped, so `{"path":
 `{"path": "a", "offset": 1}` (1 being the default) are the same call. Arguments that are not a JSON object
 are kept whole under the key "(arguments)".
 
-Similarity of two normalised argument objects, from 0 to 1: the mean, over every key either call sets, of
-- 1 when both values are equal;
-- for two strings, the character similarity `difflib.SequenceMatcher.ratio()` (2·matches / total length)
-  over their first `COMPARED_CHARS` characters;
-- 0 otherwise (a key only one call sets, different numbers, booleans, lists or objects).
-So `{"path": "src/missing.py"}` vs `{"path": "src/missing.txt"}` is 0.83 (similar at the default 0.7),
-while adding an argument that changes the approach (`"fixed_strings": true`) halves the score of a
-one-argument call.
+Similarity of two normalised argument objects, from 0 to 1: the weighted Jaccard index
+(sum of the smaller counts / sum of the larger counts) of their token multisets. Each scalar value is cut
+into tokens: runs of letters and digits, and single punctuation characters, each prefixed with its key
+path (`path:src`, `path:/`, `path:main`, `path:.`, `path:py`; list items use `key[]`). Examples at the
+default threshold 0.7:
+- identical calls, or calls differing in key order or default-valued arguments: 1.0 (same);
+- `{"path": "./src/missing.py"}` vs `{"path": "src/missing.py"}`: 0.71 (same);
+- `git log --oneline -n 5` vs `... -n 6` as a command: 0.78 (same);
+- `{"path": "src/mian.py"}` vs `{"path": "src/main.py"}`: 0.67 (different: fixing a typo is a new call);
+- `{"pattern": "foo("}` vs `{"pattern": "foo\\("}` (escaping the regex): 0.67 (different);
+- `{"pattern": "foo("}` vs the same plus `"fixed_strings": true`: 0.67 (different: a change of approach).
 """
 
 from __future__ import annotations
 
 import json
-from difflib import SequenceMatcher
+import re
+from collections import Counter
 from typing import Any, Final
 
 from pydantic_core import PydanticUndefined
 
 from repo_sandbox.tools.registry import TOOLS_BY_NAME
 
-COMPARED_CHARS: Final = 512
-"""Only this many leading characters of a string argument are compared (bounds the quadratic matcher)."""
+MAX_TOKENS_PER_VALUE: Final = 256
+"""Only this many leading tokens of one value are compared (keeps the measure cheap for huge arguments)."""
 
-_MISSING: Final = object()
+_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 Arguments = dict[str, Any]
 
@@ -56,20 +60,30 @@ def canonical(arguments: Arguments) -> str:
 
 def similarity(a: Arguments, b: Arguments) -> float:
     """How alike two normalised argument objects are, from 0 (nothing shared) to 1 (identical)."""
-    keys = a.keys() | b.keys()
-    if not keys:
-        return 1.0
-    return sum(_value_similarity(a.get(k, _MISSING), b.get(k, _MISSING)) for k in keys) / len(keys)
+    ta, tb = tokens(a), tokens(b)
+    larger = sum((ta | tb).values())
+    return sum((ta & tb).values()) / larger if larger else 1.0
 
 
-def _value_similarity(x: Any, y: Any) -> float:
-    if x is _MISSING or y is _MISSING:
-        return 0.0
-    if _same(x, y):
-        return 1.0
-    if isinstance(x, str) and isinstance(y, str):
-        return SequenceMatcher(None, x[:COMPARED_CHARS], y[:COMPARED_CHARS], autojunk=False).ratio()
-    return 0.0
+def tokens(arguments: Arguments) -> Counter[str]:
+    """The key-prefixed token multiset of an argument object (see the module docstring)."""
+    counts: Counter[str] = Counter()
+    _add_tokens(counts, "", arguments)
+    return counts
+
+
+def _add_tokens(counts: Counter[str], prefix: str, value: Any) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
+            _add_tokens(counts, f"{prefix}.{key}" if prefix else str(key), item)  # pyright: ignore[reportUnknownArgumentType]
+        return
+    if isinstance(value, list):
+        for item in value:  # pyright: ignore[reportUnknownVariableType]
+            _add_tokens(counts, f"{prefix}[]", item)
+        return
+    text = value if isinstance(value, str) else json.dumps(value)
+    pieces = _TOKEN.findall(text)[:MAX_TOKENS_PER_VALUE]
+    counts.update(f"{prefix}:{piece}" for piece in pieces or [""])
 
 
 def _same(x: Any, y: Any) -> bool:

@@ -11,10 +11,8 @@ from mcp.server import MCPServer
 
 from repo_sandbox.app import build_server
 from repo_sandbox.runtime.clock import FakeClock
-from repo_sandbox.testing import ERAS, Mode
+from repo_sandbox.testing import ERAS, Mode, ServerFactory
 from repo_sandbox.workspace import Workspace
-
-ServerFactory = Callable[..., MCPServer[Any]]
 
 
 @pytest.fixture(params=ERAS)

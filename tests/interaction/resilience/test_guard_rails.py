@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from repo_sandbox.runtime.clock import FakeClock
-from repo_sandbox.testing import Mode, open_session
+from repo_sandbox.testing import Mode, ServerFactory, open_session
 
 pytestmark = pytest.mark.anyio
 
 MISSING = {"path": "src/missing.py"}
 
 
-async def test_breaker_opens_blocks_half_opens_and_closes(make_server, clock: FakeClock, era: Mode, repo) -> None:
+async def test_breaker_opens_blocks_half_opens_and_closes(
+    make_server: ServerFactory, clock: FakeClock, era: Mode, repo: Path
+) -> None:
     async with open_session(make_server(), era) as session:
         for _ in range(3):
             assert (await session.call("read_file", MISSING))["code"] == "not_found"
@@ -40,7 +44,7 @@ async def test_breaker_opens_blocks_half_opens_and_closes(make_server, clock: Fa
         assert (await session.status())["guard"]["circuits"] == []
 
 
-async def test_seed_002_loop_stops_at_call_4_and_stays_stopped(make_server, era: Mode) -> None:
+async def test_seed_002_loop_stops_at_call_4_and_stays_stopped(make_server: ServerFactory, era: Mode) -> None:
     """The 72 identical failing calls of seed 002: calls 1-3 get the real error, every later one circuit_open."""
     bad = {"pattern": 'cron add (kind: "exec"'}
     codes: list[str] = []
@@ -54,21 +58,25 @@ async def test_seed_002_loop_stops_at_call_4_and_stays_stopped(make_server, era:
     assert status["tools"]["search_text"]["error_codes"] == {"circuit_open": 69, "invalid_regex": 3}
 
 
-async def test_similar_arguments_are_blocked_and_different_ones_are_not(make_server, era: Mode) -> None:
+async def test_similar_arguments_are_blocked_and_different_ones_are_not(make_server: ServerFactory, era: Mode) -> None:
     async with open_session(make_server(), era) as session:
         for _ in range(3):
             await session.call("read_file", MISSING)
-        similar = await session.call("read_file", {"path": "src/missing.txt"})
+        similar = await session.call("read_file", {"path": "./src/missing.py"})
         assert similar["code"] == "circuit_open"
+        assert (await session.call("read_file", {**MISSING, "line_numbers": False}))["code"] == "circuit_open"
         assert similar["details"]["similarity"] >= 0.7
         assert similar["details"]["blocked_arguments"] == MISSING
         # other arguments of the same tool, and other tools, still work
         assert (await session.call("read_file", {"path": "src/util.py"}))["total_lines"] == 2
         assert (await session.call("read_file", {"path": "docs/other.md"}))["code"] == "not_found"
+        assert (await session.call("read_file", {"path": "src/missing.txt"}))["code"] == "not_found"
         assert (await session.call("search_files", {"pattern": "missing*"}))["files"] == []
 
 
-async def test_a_success_of_a_different_call_does_not_reset_the_failure_streak(make_server, era: Mode) -> None:
+async def test_a_success_of_a_different_call_does_not_reset_the_failure_streak(
+    make_server: ServerFactory, era: Mode
+) -> None:
     async with open_session(make_server(), era) as session:
         for _ in range(3):
             assert (await session.call("read_file", MISSING))["code"] == "not_found"
@@ -76,7 +84,9 @@ async def test_a_success_of_a_different_call_does_not_reset_the_failure_streak(m
         assert (await session.call("read_file", MISSING))["code"] == "circuit_open"
 
 
-async def test_failures_outside_the_window_do_not_open_the_circuit(make_server, clock: FakeClock, era: Mode) -> None:
+async def test_failures_outside_the_window_do_not_open_the_circuit(
+    make_server: ServerFactory, clock: FakeClock, era: Mode
+) -> None:
     async with open_session(make_server(), era) as session:
         for _ in range(2):
             await session.call("read_file", MISSING)
@@ -86,7 +96,9 @@ async def test_failures_outside_the_window_do_not_open_the_circuit(make_server, 
         assert (await session.call("read_file", MISSING))["code"] == "circuit_open"
 
 
-async def test_sixth_identical_call_is_refused_as_repeated(make_server, clock: FakeClock, era: Mode) -> None:
+async def test_sixth_identical_call_is_refused_as_repeated(
+    make_server: ServerFactory, clock: FakeClock, era: Mode
+) -> None:
     call = {"path": "README.md"}
     async with open_session(make_server(), era) as session:
         first = await session.call("read_file", call)
@@ -105,7 +117,9 @@ async def test_sixth_identical_call_is_refused_as_repeated(make_server, clock: F
         clock.advance(1)
 
 
-async def test_repeated_call_guard_forgets_after_the_window(make_server, clock: FakeClock, era: Mode) -> None:
+async def test_repeated_call_guard_forgets_after_the_window(
+    make_server: ServerFactory, clock: FakeClock, era: Mode
+) -> None:
     call = {"path": "README.md"}
     async with open_session(make_server(), era) as session:
         for _ in range(5):
@@ -115,7 +129,7 @@ async def test_repeated_call_guard_forgets_after_the_window(make_server, clock: 
         assert "content" in await session.call("read_file", call)
 
 
-async def test_thresholds_come_from_the_guard_config(make_server, era: Mode) -> None:
+async def test_thresholds_come_from_the_guard_config(make_server: ServerFactory, era: Mode) -> None:
     server = make_server(guard={"failure_threshold": 1, "repeat_threshold": 2})
     async with open_session(server, era) as session:
         assert (await session.call("read_file", MISSING))["code"] == "not_found"
@@ -126,7 +140,7 @@ async def test_thresholds_come_from_the_guard_config(make_server, era: Mode) -> 
 
 
 async def test_opening_and_closing_a_circuit_notifies_list_changed_and_marks_the_tool(
-    make_server, clock: FakeClock, era: Mode, repo
+    make_server: ServerFactory, clock: FakeClock, era: Mode, repo: Path
 ) -> None:
     async with open_session(make_server(), era) as session:
         for _ in range(3):
@@ -146,7 +160,7 @@ async def test_opening_and_closing_a_circuit_notifies_list_changed_and_marks_the
         assert "Temporarily blocked" not in (await session.tool_descriptions())["read_file"]
 
 
-async def test_two_clients_never_share_a_breaker_or_a_budget(make_server, era: Mode) -> None:
+async def test_two_clients_never_share_a_breaker_or_a_budget(make_server: ServerFactory, era: Mode) -> None:
     server = make_server(budget={"max_calls": 4})
     async with open_session(server, era) as first, open_session(server, era) as second:
         for _ in range(3):
