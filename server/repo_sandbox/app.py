@@ -40,7 +40,9 @@ INSTRUCTIONS = """Read-only access to one code repository, behind a policy (path
 Paths are relative to the repository root. Find files with search_files, search contents with search_text,
 read with read_file (by line range), measure with count_lines. Every failure is a JSON error with a
 `category` telling you what to do next, a `hint`, and `retryable`. Listing results are paged: when
-`truncated` is true, pass `next_offset` as `offset`."""
+`truncated` is true, pass `next_offset` as `offset`. A call that keeps failing is blocked for a while
+(`circuit_open`): change the approach. Read repo-sandbox://policy for what is allowed and
+repo-sandbox://status for this session's budget and blocked calls."""
 
 
 class SessionIds:
