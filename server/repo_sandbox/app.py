@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 import weakref
 from contextvars import ContextVar
@@ -109,11 +110,36 @@ def mcp_tool(spec: ToolSpec) -> Tool:
     )
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
 def call_tool_result(outcome: CallOutcome) -> CallToolResult:
-    """A pipeline outcome as an MCP result: JSON text plus the same object as structured content."""
+    """A pipeline outcome as an MCP result: JSON text plus the same object as structured content.
+
+    Lone surrogates (undecodable file-name bytes, or escapes a client sent) cannot be written as UTF-8;
+    they would break the transport for every later message, so they are replaced here as a last resort.
+    """
+    text = outcome.to_json()
+    payload = outcome.payload
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            payload = _without_surrogates(payload)
+            text = json.dumps(payload, ensure_ascii=False)
     return CallToolResult(
-        content=[TextContent(type="text", text=outcome.to_json())],
-        structured_content=outcome.payload,
+        content=[TextContent(type="text", text=text)],
+        structured_content=payload,
         is_error=outcome.is_error,
     )
 

@@ -78,7 +78,7 @@ class LimitsConfig(_Section):
     """Size and time limits that bound every result."""
 
     max_file_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
-    """read_file refuses larger files (file_too_large); search_text skips them."""
+    """read_file refuses larger files (file_too_large); search_text and count_lines skip and count them."""
     max_output_bytes: int = Field(default=128 * 1024, ge=4096)
     """Largest serialised result of one call; longer results are truncated and say how to continue."""
     max_results: int = Field(default=1000, ge=1, le=100_000)
@@ -115,15 +115,19 @@ class GuardConfig(_Section):
 
 
 class BudgetConfig(_Section):
-    """What one client session may spend. 0 means unlimited."""
+    """What one client session (connection) may spend. 0 means unlimited.
 
-    max_calls: int = Field(default=2000, ge=0)
+    The defaults stop a runaway loop without ending a normal long session; note that some clients keep one
+    connection for their whole lifetime (a desktop app), so its budget covers every conversation in it.
+    """
+
+    max_calls: int = Field(default=10_000, ge=0)
     """Tool calls per session."""
-    max_output_bytes: int = Field(default=32 * 1024 * 1024, ge=0)
+    max_output_bytes: int = Field(default=128 * 1024 * 1024, ge=0)
     """Bytes of tool results (serialised JSON) per session."""
-    max_exec_s: float = Field(default=600.0, ge=0)
+    max_exec_s: float = Field(default=3600.0, ge=0)
     """Seconds of execute_bash run time per session."""
-    degrade_below_bytes: int = Field(default=512 * 1024, ge=0)
+    degrade_below_bytes: int = Field(default=1024 * 1024, ge=0)
     """When less output budget than this is left, search_text answers with file names only and says so."""
 
 

@@ -1,78 +1,198 @@
 """The one regex dialect search_text accepts: Rust-regex (ripgrep) syntax.
 
-Python's `regex` module accepts more (backreferences, look-around, atomic groups, possessive quantifiers,
-recursion). Patterns using those are refused with `invalid_regex`, so both engines answer the same
-question and no pattern depends on backtracking features.
+Python's `regex` module accepts much more (backreferences, look-around, atomic groups, possessive
+quantifiers, recursion `(?R)`, fuzzy matching `{e<=1}`, `\\m`, `\\N{..}`, reverse and POSIX flags).
+Patterns using those are refused with `invalid_regex`, so both engines answer the same question and no
+pattern depends on backtracking features. The scan also bounds the compiled size: `regex` expands counted
+repetitions, so `((a{100}){100}){100}` would take seconds and hundreds of MiB to compile (Rust refuses it
+with its size limit; so do we).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Final
 
 from repo_sandbox.errors import InvalidRegexError
 
 MAX_PATTERN_CHARS: Final = 10_000
+MAX_EXPANDED_SIZE: Final = 50_000
+"""Largest pattern size with counted repetitions expanded (`a{50000}`, `(?:a{100}){500}`); about 15 MiB
+of compiled program in the `regex` module."""
 
-_GROUP_FLAGS = re.compile(r"[imsUxR-]+[:)]")
-_NAMED_GROUP = re.compile(r"P?<[A-Za-z_][A-Za-z0-9_]*>")
+_ESCAPE_LETTERS: Final = frozenset("dDwWsSbBApPxuUntrfvaz")
+"""Letter escapes that mean the same in Rust's regex and Python's `regex`."""
+_COUNTED = re.compile(r"\{(\d+)(,(\d*))?\}")
+_FLAG_GROUP = re.compile(r"\(\?([imsx]*)(?:-([imsx]*))?([:)])")
+_NAMED_GROUP = re.compile(r"\(\?P?<[A-Za-z_][A-Za-z0-9_]*>")
 
 
-def _refuse(pattern: str, construct: str, position: int) -> InvalidRegexError:
+@dataclass(frozen=True, slots=True)
+class PatternInfo:
+    """What the scan learned about a valid pattern."""
+
+    matches_newline: bool
+    """A literal line break (`\\n` or the character itself) outside a character class."""
+
+
+def _refuse(pattern: str, construct: str, position: int, hint: str | None = None) -> InvalidRegexError:
     return InvalidRegexError(
         f"The pattern uses {construct}, which the supported regex dialect (Rust/ripgrep syntax) does not have.",
+        hint=hint,
         pattern=pattern[:200],
         construct=construct,
         position=position,
     )
 
 
-def check_dialect(pattern: str) -> None:
-    """Refuse constructs outside Rust-regex syntax.
+class _Frame:
+    """Sizes inside one group: the whole so far and the last atom (what a quantifier multiplies)."""
+
+    __slots__ = ("last", "total")
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.last = 0
+
+    def atom(self, size: int) -> None:
+        self.total += size
+        self.last = size
+
+    def repeat(self, times: int) -> None:
+        self.total += self.last * (times - 1)
+        self.last *= times
+
+
+class _Scanner:
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.frames = [_Frame()]
+        self.matches_newline = False
+
+    def escape(self, i: int, *, in_class: bool) -> int:
+        """Check the escape at `i` (the backslash); returns the index after it."""
+        p = self.pattern
+        nxt = p[i + 1] if i + 1 < len(p) else ""
+        if nxt.isdigit():
+            raise _refuse(p, f"a backreference or octal escape (\\{nxt})", i)
+        if nxt.isalpha() and nxt not in _ESCAPE_LETTERS:
+            hint = "Use \\z for the end of the text." if nxt == "Z" else None
+            raise _refuse(p, f"the escape \\{nxt}", i, hint)
+        if nxt == "n" and not in_class:
+            self.matches_newline = True
+        if nxt in "pPx" and p.startswith("{", i + 2):
+            end = p.find("}", i + 3)
+            return len(p) if end < 0 else end + 1
+        return i + 2
+
+    def char_class(self, i: int) -> int:
+        """Skip the class starting at `i` (the '['); returns the index after its ']'."""
+        p = self.pattern
+        n = len(p)
+        i += 1
+        if i < n and p[i] == "^":
+            i += 1
+        if i < n and p[i] == "]":
+            i += 1  # a leading ']' is literal
+        while i < n:
+            ch = p[i]
+            if ch == "\\":
+                i = self.escape(i, in_class=True)
+            elif ch == "[" and p.startswith("[:", i):
+                end = p.find(":]", i + 2)
+                i = end + 2 if end != -1 else i + 1
+            elif ch == "]":
+                return i + 1
+            else:
+                i += 1
+        return n
+
+    def group(self, i: int) -> int:
+        """Check the group opening at `i`; returns the index after its opening syntax."""
+        p = self.pattern
+        if not p.startswith("(?", i):
+            self.frames.append(_Frame())
+            return i + 1
+        rest = p[i + 2 :]
+        if rest.startswith(("=", "!", "<=", "<!")):
+            raise _refuse(p, "look-around", i)
+        if named := _NAMED_GROUP.match(p, i):
+            self.frames.append(_Frame())
+            return named.end()
+        flags = _FLAG_GROUP.match(p, i)
+        if flags is None:
+            raise _refuse(p, f"the group syntax '(?{rest[:2]}'", i, "Flags may be i, m, s and x, e.g. '(?i)todo'.")
+        if flags.group(3) == ":":
+            self.frames.append(_Frame())
+        return flags.end()
+
+    def quantifier_end(self, i: int) -> int:
+        """After a quantifier ending before `i`: refuse a possessive '+', skip a lazy '?'."""
+        p = self.pattern
+        if i < len(p) and p[i] == "+":
+            raise _refuse(p, "a possessive quantifier", i)
+        return i + 1 if i < len(p) and p[i] == "?" else i
+
+    def scan(self) -> PatternInfo:
+        p = self.pattern
+        n = len(p)
+        i = 0
+        while i < n:
+            ch = p[i]
+            frame = self.frames[-1]
+            if ch == "\\":
+                i = self.escape(i, in_class=False)
+                frame.atom(1)
+            elif ch == "[":
+                i = self.char_class(i)
+                frame.atom(1)
+            elif ch == "(":
+                i = self.group(i)
+            elif ch == ")":
+                if len(self.frames) > 1:
+                    size = self.frames.pop().total
+                    self.frames[-1].atom(size)
+                i += 1
+            elif ch == "|":
+                frame.last = 0
+                i += 1
+            elif ch in "*+?":
+                i = self.quantifier_end(i + 1)
+            elif ch == "{":
+                counted = _COUNTED.match(p, i)
+                if counted is None:
+                    raise _refuse(
+                        p,
+                        "a '{' that is not a counted repetition ({n}, {n,} or {n,m})",
+                        i,
+                        "Escape a literal brace as '\\{', or set fixed_strings=true.",
+                    )
+                low, high = int(counted.group(1)), counted.group(3)
+                frame.repeat(max(low, int(high) if high else low, 1))
+                i = self.quantifier_end(counted.end())
+            else:
+                if ch == "\n":
+                    self.matches_newline = True
+                frame.atom(1)
+                i += 1
+        size = sum(frame.total for frame in self.frames)
+        if size > MAX_EXPANDED_SIZE:
+            raise InvalidRegexError(
+                f"The pattern is too large once its counted repetitions are expanded (about {size} items; "
+                f"the limit is {MAX_EXPANDED_SIZE}).",
+                hint="Use smaller repetition counts, e.g. '\\w+' instead of '\\w{100000}'.",
+                pattern=p[:200],
+            )
+        return PatternInfo(matches_newline=self.matches_newline)
+
+
+def check_dialect(pattern: str) -> PatternInfo:
+    """Refuse constructs outside Rust-regex syntax and patterns too large to compile cheaply.
 
     Raises:
         InvalidRegexError: naming the construct and its position.
     """
     if len(pattern) > MAX_PATTERN_CHARS:
         raise InvalidRegexError(f"The pattern is longer than {MAX_PATTERN_CHARS} characters.", pattern=pattern[:200])
-    i = 0
-    in_class = False
-    n = len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            nxt = pattern[i + 1] if i + 1 < n else ""
-            if not in_class and nxt.isdigit():
-                raise _refuse(pattern, "a backreference or octal escape (\\" + nxt + ")", i)
-            if nxt in ("g", "k") and not in_class:
-                raise _refuse(pattern, "a named backreference (\\" + nxt + ")", i)
-            if nxt == "G":
-                raise _refuse(pattern, "a \\G anchor", i)
-            i += 2
-            continue
-        if in_class:
-            if ch == "[" and pattern.startswith("[:", i):
-                end = pattern.find(":]", i + 2)
-                i = end + 2 if end != -1 else i + 1
-                continue
-            if ch == "]":
-                in_class = False
-            i += 1
-            continue
-        if ch == "[":
-            in_class = True
-            i += 1
-            if i < n and pattern[i] == "^":
-                i += 1
-            if i < n and pattern[i] == "]":
-                i += 1  # a leading ']' is literal
-            continue
-        if ch == "(" and pattern.startswith("(?", i):
-            rest = pattern[i + 2 :]
-            if rest.startswith(("=", "!", "<=", "<!")):
-                raise _refuse(pattern, "look-around", i)
-            if not (rest.startswith(":") or _GROUP_FLAGS.match(rest) or _NAMED_GROUP.match(rest)):
-                raise _refuse(pattern, f"the group syntax '(?{rest[:2]}'", i)
-        if ch in "*+?}" and i + 1 < n and pattern[i + 1] == "+":
-            raise _refuse(pattern, "a possessive quantifier", i)
-        i += 1
+    return _Scanner(pattern).scan()

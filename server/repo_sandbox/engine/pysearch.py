@@ -58,9 +58,14 @@ class Query:
 
     @classmethod
     def compile(cls, pattern: str, *, fixed_strings: bool, case_sensitive: bool, multiline: bool) -> Query:
-        """Raises: InvalidRegexError for syntax outside the dialect or that does not compile."""
-        if not fixed_strings:
-            check_dialect(pattern)
+        """Raises: InvalidRegexError for syntax outside the dialect, too large, or that does not compile."""
+        matches_newline = "\n" in pattern if fixed_strings else check_dialect(pattern).matches_newline
+        if matches_newline and not multiline:
+            raise InvalidRegexError(
+                "The pattern contains a line break, which cannot match within one line.",
+                hint="Set multiline=true to let matches span lines.",
+                pattern=pattern[:200],
+            )
         source = regex.escape(pattern) if fixed_strings else pattern
         flags = regex.MULTILINE | regex.VERSION0
         if not case_sensitive:
@@ -126,10 +131,16 @@ def _context_after(text: str, line_end: int, count: int) -> list[str]:
     return lines
 
 
-def search_text_buffer(query: Query, text: str, *, context: int, deadline: Deadline) -> list[LineHit]:
-    """All matching lines of one decoded file, in order."""
+def search_text_buffer(
+    query: Query, text: str, *, context: int, deadline: Deadline, keep: tuple[int, int] = (0, 0)
+) -> tuple[int, list[LineHit]]:
+    """Count the matching lines of one decoded file; materialise those whose index is in [keep[0], keep[1]).
+
+    Line numbers (and context) are computed only for materialised hits.
+    """
     find = query.finder(deadline)
     hits: list[LineHit] = []
+    count = 0
     n = len(text)
     pos = 0
     line_no = 1
@@ -151,22 +162,24 @@ def search_text_buffer(query: Query, text: str, *, context: int, deadline: Deadl
                 pos = line_end + 1
                 continue
             m_end = found[1]
-        line_no += text.count("\n", counted_to, line_start)
-        counted_to = line_start
         last_end = line_end
         if query.multiline and m_end > line_end:
             last_end = text.find("\n", max(m_end - 1, m_start))
             if last_end < 0:
                 last_end = n
-        hit = LineHit(line=line_no, text=text[line_start:last_end])
-        if context:
-            hit.before = _context_before(text, line_start, context)
-            hit.after = _context_after(text, last_end, context)
-        hits.append(hit)
+        if keep[0] <= count < keep[1]:
+            line_no += text.count("\n", counted_to, line_start)
+            counted_to = line_start
+            hit = LineHit(line=line_no, text=text[line_start:last_end])
+            if context:
+                hit.before = _context_before(text, line_start, context)
+                hit.after = _context_after(text, last_end, context)
+            hits.append(hit)
+        count += 1
         pos = last_end + 1
-    return hits
+    return count, hits
 
 
 def decode_buffer(data: bytes) -> str:
-    """Invalid UTF-8 is replaced, never an error."""
-    return data.decode("utf-8", "replace")
+    """Invalid UTF-8 is replaced, never an error; a UTF-8 byte-order mark is not part of the text."""
+    return data.decode("utf-8-sig", "replace")

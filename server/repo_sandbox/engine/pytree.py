@@ -8,31 +8,59 @@ from collections.abc import Iterator
 from repo_sandbox.engine.pysearch import Deadline, Query, decode_buffer, search_text_buffer
 from repo_sandbox.engine.request import FileHits, SearchRequest, SearchStats
 from repo_sandbox.tools._glob import compile_glob
+from repo_sandbox.tools._results import is_presentable
 from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
 from repo_sandbox.workspace import Workspace
 
 
-def _read_all(fd: int, size_hint: int) -> bytes:
+def _read_at_most(fd: int, size_hint: int, max_bytes: int) -> bytes | None:
+    """The whole file, or None when it holds more than `max_bytes` (it may grow after `fstat`)."""
     chunks: list[bytes] = []
+    got = 0
     while True:
-        chunk = os.read(fd, max(size_hint + 1, 65536))
+        chunk = os.read(fd, max(min(size_hint, max_bytes) + 1 - got, 65536))
         if not chunk:
             return b"".join(chunks)
+        got += len(chunk)
+        if got > max_bytes:
+            return None
         chunks.append(chunk)
 
 
-def _search_fd(
-    fd: int, rel_path: str, ws: Workspace, query: Query, request: SearchRequest, deadline: Deadline, stats: SearchStats
-) -> FileHits | None:
-    size = os.fstat(fd).st_size
-    if size > ws.limits.max_file_bytes:
-        return None
-    data = _read_all(fd, size)
-    if looks_binary(data[:SNIFF_BYTES]):
-        return None
-    stats.files_searched += 1
-    hits = search_text_buffer(query, decode_buffer(data), context=request.context, deadline=deadline)
-    return FileHits(rel_path, hits) if hits else None
+class _FileSearcher:
+    """Searches one file after another, keeping the running hit count that places each file's hits in
+    the request's `keep_hits` window."""
+
+    def __init__(self, ws: Workspace, request: SearchRequest, stats: SearchStats) -> None:
+        self.max_bytes = ws.limits.max_file_bytes
+        self.request = request
+        self.stats = stats
+        self.query = Query.compile(
+            request.pattern,
+            fixed_strings=request.fixed_strings,
+            case_sensitive=request.case_sensitive,
+            multiline=request.multiline,
+        )
+        self.deadline = Deadline(ws.limits.regex_timeout_s)
+        self.hits_before = 0
+
+    def search(self, fd: int, rel_path: str) -> FileHits | None:
+        size = os.fstat(fd).st_size
+        data = None if size > self.max_bytes else _read_at_most(fd, size, self.max_bytes)
+        if data is None:
+            self.stats.skipped_too_large += 1
+            return None
+        if looks_binary(data[:SNIFF_BYTES]):
+            self.stats.skipped_binary += 1
+            return None
+        self.stats.files_searched += 1
+        start, stop = self.request.keep_hits
+        keep = (max(0, start - self.hits_before), max(0, stop - self.hits_before))
+        count, hits = search_text_buffer(
+            self.query, decode_buffer(data), context=self.request.context, deadline=self.deadline, keep=keep
+        )
+        self.hits_before += count
+        return FileHits(rel_path, count, hits) if count else None
 
 
 def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
@@ -41,18 +69,12 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
     Raises:
         SandboxError: invalid_regex/invalid_glob, the jail's refusals, timeout.
     """
-    query = Query.compile(
-        request.pattern,
-        fixed_strings=request.fixed_strings,
-        case_sensitive=request.case_sensitive,
-        multiline=request.multiline,
-    )
+    searcher = _FileSearcher(ws, request, stats)
     glob = compile_glob(request.glob) if request.glob else None
-    deadline = Deadline(ws.limits.regex_timeout_s)
     opened, dir_fd, _ = ws.jail.open_any(request.path)
-    if opened is not None:
+    if opened is not None:  # a file named explicitly is searched whatever the glob says (as in ripgrep)
         try:
-            found = _search_fd(opened.fd, opened.rel_path, ws, query, request, deadline, stats)
+            found = searcher.search(opened.fd, opened.rel_path)
         finally:
             os.close(opened.fd)
         if found is not None:
@@ -62,13 +84,13 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
     os.close(dir_fd)
     with ws.walk(request.path, include_hidden=request.include_hidden, include_ignored=request.include_ignored) as walk:
         for entry in walk:
-            if glob is not None and not glob.matches(entry.walk_rel):
+            if (glob is not None and not glob.matches(entry.walk_rel)) or not is_presentable(entry.rel_path):
                 continue
             fd = walk.open_file(entry)
             if fd is None:
                 continue
             try:
-                found = _search_fd(fd, entry.rel_path, ws, query, request, deadline, stats)
+                found = searcher.search(fd, entry.rel_path)
             finally:
                 os.close(fd)
             if found is not None:

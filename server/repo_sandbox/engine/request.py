@@ -22,14 +22,20 @@ class SearchRequest:
     mode: OutputMode = "content"
     include_hidden: bool | None = None
     include_ignored: bool = False
+    keep_hits: tuple[int, int] = (0, 0)
+    """Matching lines to materialise, as [start, stop) indices over the whole result in path order; every
+    other hit is only counted, so a 100k-hit search holds one page of lines in memory, not all of them."""
 
 
 @dataclass(slots=True)
 class FileHits:
-    """Matches in one file, in line order. `hits` holds every matching line (its count is the file's count)."""
+    """Matches in one file: how many matching lines, and the ones inside the request's `keep_hits` window."""
 
     rel_path: str
+    count: int
+    """Matching lines in this file (the file's count, and its share of `total_matches`)."""
     hits: list[LineHit] = field(default_factory=list[LineHit])
+    """The materialised hits, in line order."""
 
 
 @dataclass(slots=True)
@@ -37,4 +43,10 @@ class SearchStats:
     """Counters an engine updates while streaming."""
 
     files_searched: int = 0
+    """Text files whose contents were searched."""
+    skipped_binary: int = 0
+    """Files skipped because they look binary."""
+    skipped_too_large: int = 0
+    """Files skipped because they are larger than `max_file_bytes`."""
     walk_truncated: bool = False
+    """The directory walk stopped at its depth or entry cap."""

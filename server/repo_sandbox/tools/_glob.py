@@ -43,7 +43,7 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
         ch = pattern[i]
         if ch == "]" and not first:
             inner = "".join(body)
-            return (f"[^/{inner}]" if negate else f"[{inner}]"), i + 1
+            return (f"[^/{inner}]" if negate else f"(?!/)[{inner}]"), i + 1  # never matches a separator
         if ch == "\\" and i + 1 < len(pattern):
             body.append(re.escape(pattern[i + 1]))
             i += 2

@@ -55,7 +55,16 @@ class OutputMeter:
 
     @staticmethod
     def cost(text: str) -> int:
+        """Bytes of `text` as a JSON string (quotes included)."""
         return len(_encode_string(text).encode("utf-8", "surrogatepass"))
+
+    @staticmethod
+    def item_cost(item: BaseModel | str) -> int:
+        """Exact bytes `item` adds to a JSON list, separator included (as `json.dumps` writes it)."""
+        if isinstance(item, str):
+            return OutputMeter.cost(item) + 2
+        text = json.dumps(item.model_dump(mode="json"), ensure_ascii=False)
+        return len(text.encode("utf-8", "surrogatepass")) + 2
 
     @property
     def remaining(self) -> int:
@@ -72,3 +81,18 @@ class OutputMeter:
 def page_offsets(offset: int, returned: int, more: bool) -> tuple[bool, int | None]:
     """(truncated, next_offset) for a page that started at `offset` and returned `returned` items."""
     return (True, offset + returned) if more else (False, None)
+
+
+def is_presentable(path: str) -> bool:
+    """Whether a walked path can be shown to a client.
+
+    A file name that is not valid UTF-8 decodes (surrogateescape) to lone surrogates, which JSON over MCP
+    cannot carry: such files are left out of listings rather than breaking the whole response.
+    """
+    if path.isascii():
+        return True
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

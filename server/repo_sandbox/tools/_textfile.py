@@ -10,6 +10,8 @@ from typing import Final
 SNIFF_BYTES: Final = 8192
 """Binary detection looks at this many leading bytes (as git and ripgrep do)."""
 CHUNK_BYTES: Final = 1024 * 1024
+UTF8_BOM: Final = b"\xef\xbb\xbf"
+"""The UTF-8 byte-order mark some editors write first; it is not part of the text."""
 MAX_INVALID_RATIO: Final = 0.3
 """A sniffed head with more than this share of undecodable bytes is treated as binary."""
 

@@ -9,14 +9,14 @@ walk truncated.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pathspec import GitIgnoreSpec
-
 from repo_sandbox.errors import SandboxError
+from repo_sandbox.policy.gitignore import IgnoreRules
 from repo_sandbox.policy.paths import Jail
 
 IGNORE_FILES = (".gitignore", ".ignore")
@@ -64,16 +64,16 @@ def _read_small_file(dir_fd: int, name: str) -> str | None:
         os.close(fd)
 
 
-def _load_ignore_spec(dir_fd: int, present: set[str]) -> GitIgnoreSpec | None:
+def _load_ignore_spec(dir_fd: int, dir_rel: str, present: set[str], jail: Jail) -> IgnoreRules | None:
     lines: list[str] = []
     for name in IGNORE_FILES:
-        if name in present:
+        # A deny-listed ignore file is not read either: its rules would reveal its content through what they hide.
+        if name in present and not jail.deny.is_entry_denied(_join(dir_rel, name)):
             text = _read_small_file(dir_fd, name)
             if text:
                 lines.extend(text.splitlines())
-    if not any(line.strip() and not line.startswith("#") for line in lines):
-        return None
-    return GitIgnoreSpec.from_lines(lines)
+    rules = IgnoreRules(lines)
+    return rules if rules else None
 
 
 class IgnoreStack:
@@ -81,18 +81,19 @@ class IgnoreStack:
 
     __slots__ = ("_specs",)
 
-    def __init__(self, specs: tuple[tuple[str, GitIgnoreSpec], ...] = ()) -> None:
+    def __init__(self, specs: tuple[tuple[str, IgnoreRules], ...] = ()) -> None:
         self._specs = specs
 
-    def pushed(self, dir_rel: str, spec: GitIgnoreSpec | None) -> IgnoreStack:
+    def pushed(self, dir_rel: str, spec: IgnoreRules | None) -> IgnoreStack:
         return self if spec is None else IgnoreStack((*self._specs, (dir_rel, spec)))
 
     def is_ignored(self, rel_path: str, *, is_dir: bool) -> bool:
+        """The deepest ignore file with a rule for the path decides; within one, the last matching rule."""
         for base, spec in reversed(self._specs):
             sub = rel_path if base == "." else rel_path[len(base) + 1 :]
-            result = spec.check_file(sub + "/" if is_dir else sub)
-            if result.include is not None:
-                return result.include
+            include, _ = spec.check(sub, is_dir=is_dir)
+            if include is not None:
+                return include
         return False
 
 
@@ -100,8 +101,26 @@ def _join(base: str, name: str) -> str:
     return name if base == "." else f"{base}/{name}"
 
 
+@dataclass(slots=True)
+class _Frame:
+    """One directory being listed: its fd, where it is, the ignore rules in force and what is left of it."""
+
+    fd: int
+    rel: str
+    walk_prefix: str
+    ignores: IgnoreStack
+    depth: int
+    entries: list[os.DirEntry[str]]
+    own_fd: bool
+    next_index: int = 0
+
+
 class Walk:
-    """Iterate the regular files under a directory of the jail. Check `truncated` after iterating."""
+    """Iterate the regular files under a directory of the jail, in path order. Check `truncated` after.
+
+    Iterative (an explicit stack of directory fds), so depth costs neither recursion nor more than one fd
+    per level; each level is opened with `O_NOFOLLOW` relative to its parent's fd.
+    """
 
     def __init__(self, jail: Jail, start_fd: int, start_rel: str, options: WalkOptions) -> None:
         self.jail = jail
@@ -110,6 +129,7 @@ class Walk:
         self.options = options
         self.truncated = False
         self.entries_seen = 0
+        self._stopped = False
 
     def _ancestor_ignores(self) -> IgnoreStack:
         """Ignore files of the root and every directory above the start directory apply too."""
@@ -125,7 +145,7 @@ class Walk:
                 continue  # a denied or vanished ancestor contributes no ignore rules
             try:
                 present = {n for n in IGNORE_FILES if _exists_at(fd, n)}
-                stack = stack.pushed(dir_rel, _load_ignore_spec(fd, present))
+                stack = stack.pushed(dir_rel, _load_ignore_spec(fd, dir_rel, present, self.jail))
             finally:
                 os.close(fd)
         return stack
@@ -147,59 +167,89 @@ class Walk:
             return None
         return fd
 
-    def __iter__(self) -> Iterator[FileEntry]:
-        yield from self._walk(self.start_fd, self.start_rel, "", self._ancestor_ignores(), 0, own_fd=False)
-
-    def _walk(
-        self, dir_fd: int, dir_rel: str, walk_prefix: str, ignores: IgnoreStack, depth: int, *, own_fd: bool
-    ) -> Iterator[FileEntry]:
-        opts = self.options
+    def _list(self, dir_fd: int) -> list[os.DirEntry[str]] | None:
+        """The directory's entries sorted by name; None when the entry cap is reached (the walk then ends)."""
+        budget = self.options.max_entries - self.entries_seen
+        entries: list[os.DirEntry[str]] = []
         try:
-            try:
-                with os.scandir(dir_fd) as it:
-                    entries = sorted(it, key=lambda e: e.name)
-            except OSError:
-                return
-            if not opts.include_ignored:
-                names = {e.name for e in entries}
-                ignores = ignores.pushed(dir_rel, _load_ignore_spec(dir_fd, names & set(IGNORE_FILES)))
-            for entry in entries:
-                self.entries_seen += 1
-                if self.entries_seen > opts.max_entries:
+            with os.scandir(dir_fd) as it:
+                for entry in it:
+                    if len(entries) >= budget:
+                        self.truncated = self._stopped = True
+                        return None
+                    entries.append(entry)
+        except OSError:
+            return []  # unreadable or vanished: nothing to list
+        self.entries_seen += len(entries)
+        entries.sort(key=lambda e: e.name)
+        return entries
+
+    def _frame(self, fd: int, rel: str, walk_prefix: str, ignores: IgnoreStack, depth: int, *, own_fd: bool) -> _Frame:
+        entries = self._list(fd)
+        if entries and not self.options.include_ignored:
+            present = {e.name for e in entries if e.name in IGNORE_FILES}
+            ignores = ignores.pushed(rel, _load_ignore_spec(fd, rel, present, self.jail))
+        return _Frame(fd, rel, walk_prefix, ignores, depth, entries or [], own_fd)
+
+    def _keep(self, frame: _Frame, entry: os.DirEntry[str]) -> tuple[str, bool] | None:
+        """(root-relative path, is_dir) of an entry the walk reports or enters; None to skip it."""
+        name = entry.name
+        if not self.options.include_hidden and name.startswith("."):
+            return None
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = not is_dir and entry.is_file(follow_symlinks=False)
+        except OSError:
+            return None
+        if not (is_dir or is_file):
+            return None  # symlinks, FIFOs, sockets, devices
+        rel = _join(frame.rel, name)
+        if self.jail.deny.is_entry_denied(rel):
+            return None
+        if not self.options.include_ignored and frame.ignores.is_ignored(rel, is_dir=is_dir):
+            return None
+        return rel, is_dir
+
+    def __iter__(self) -> Iterator[FileEntry]:
+        frames = [self._frame(self.start_fd, self.start_rel, "", self._ancestor_ignores(), 0, own_fd=False)]
+        try:
+            while frames and not self._stopped:
+                frame = frames[-1]
+                if frame.next_index >= len(frame.entries):
+                    frames.pop()
+                    if frame.own_fd:
+                        os.close(frame.fd)
+                    continue
+                entry = frame.entries[frame.next_index]
+                frame.next_index += 1
+                kept = self._keep(frame, entry)
+                if kept is None:
+                    continue
+                rel, is_dir = kept
+                walk_rel = frame.walk_prefix + entry.name
+                if not is_dir:
+                    yield FileEntry(rel_path=rel, walk_rel=walk_rel, name=entry.name, dir_fd=frame.fd, entry=entry)
+                    continue
+                if frame.depth + 1 >= self.options.max_depth:
                     self.truncated = True
-                    return
-                name = entry.name
-                if not opts.include_hidden and name.startswith("."):
                     continue
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                    is_file = not is_dir and entry.is_file(follow_symlinks=False)
-                except OSError:
-                    continue
-                if not (is_dir or is_file):
-                    continue  # symlinks, FIFOs, sockets, devices
-                rel = _join(dir_rel, name)
-                if self.jail.deny.is_entry_denied(rel, is_dir=is_dir):
-                    continue
-                if not opts.include_ignored and ignores.is_ignored(rel, is_dir=is_dir):
-                    continue
-                walk_rel = walk_prefix + name
-                if is_file:
-                    yield FileEntry(rel_path=rel, walk_rel=walk_rel, name=name, dir_fd=dir_fd, entry=entry)
-                    continue
-                if depth + 1 >= opts.max_depth:
-                    self.truncated = True
-                    continue
-                try:
-                    child_fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-                except OSError:
-                    continue
-                yield from self._walk(child_fd, rel, walk_rel + "/", ignores, depth + 1, own_fd=True)
-                if self.truncated and self.entries_seen > opts.max_entries:
-                    return
+                child_fd = self._open_child(frame.fd, entry.name)
+                if child_fd is not None:
+                    child = self._frame(child_fd, rel, walk_rel + "/", frame.ignores, frame.depth + 1, own_fd=True)
+                    frames.append(child)
         finally:
-            if own_fd:
-                os.close(dir_fd)
+            for frame in frames:
+                if frame.own_fd:
+                    os.close(frame.fd)
+
+    def _open_child(self, dir_fd: int, name: str) -> int | None:
+        """Open a subdirectory without following a symlink (one swapped in since the listing fails here)."""
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+                self.truncated = True  # out of descriptors: say the result is incomplete rather than skip quietly
+            return None
 
 
 def _exists_at(dir_fd: int, name: str) -> bool:

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from repo_sandbox.tools._glob import compile_glob
-from repo_sandbox.tools._results import ResultModel
+from repo_sandbox.tools._results import OutputMeter, ResultModel, is_presentable
 from repo_sandbox.tools._textfile import count_lines_fd, looks_binary, read_head
 from repo_sandbox.workspace import Workspace
 
@@ -17,7 +17,9 @@ DESCRIPTION = """Count lines of code in a file or a directory tree, like `wc -l`
 
 Returns total lines, files and bytes, a breakdown by file extension and the 10 largest files. A line is
 what an editor shows: newlines, plus one when a non-empty file does not end with a newline. Binary files
-are skipped and counted in `skipped_binary`; .gitignore'd and hidden files are skipped unless asked for.
+are skipped and counted in `skipped_binary`, files over the server's size limit in `skipped_too_large`;
+.gitignore'd and hidden files are skipped unless asked for. A `path` naming one file is counted whatever
+`pattern` says. `truncated` means the walk hit the server's limit or the lists were cut to fit.
 
 Example: {"path": "src", "pattern": "*.py"}
 Common mistake: running `wc -l` through execute_bash over many files; this tool is faster and bounded.
@@ -34,7 +36,13 @@ class CountLinesArgs(BaseModel):
         str | None,
         Field(max_length=1000, description="Only count files matching this glob, e.g. '*.py'.", examples=["*.py"]),
     ] = None
-    include_hidden: Annotated[bool, Field(description="Also count hidden files and directories.")] = False
+    include_hidden: Annotated[
+        bool | None,
+        Field(
+            description="Also count hidden files and directories (names starting with '.'). "
+            "Default: the server's setting, normally false."
+        ),
+    ] = None
     include_ignored: Annotated[bool, Field(description="Also count files ignored by .gitignore/.ignore.")] = False
 
 
@@ -54,9 +62,13 @@ class CountLinesResult(ResultModel):
     files: int = Field(description="Text files counted.")
     bytes: int = Field(description="Bytes in the counted files.")
     by_extension: list[ExtensionCount] = Field(description="Per extension, most lines first.")
-    largest: list[FileLines] = Field(description=f"The {TOP_FILES} files with the most lines.")
+    largest: list[FileLines] = Field(description=f"The {TOP_FILES} files with the most lines (ties by path).")
     skipped_binary: int = Field(description="Binary files skipped.")
-    truncated: bool = Field(default=False, description="True when the walk hit its depth or entry cap.")
+    skipped_too_large: int = Field(default=0, description="Files skipped because they exceed the file size limit.")
+    truncated: bool = Field(
+        default=False,
+        description="True when the walk hit its depth or entry cap, or the lists were cut to fit the output limit.",
+    )
 
 
 def _extension(name: str) -> str:
@@ -64,16 +76,35 @@ def _extension(name: str) -> str:
     return f".{ext}" if dot and stem and stem != "." else ""
 
 
+class _Ranked:
+    """A (lines, path) entry of the `largest` heap: the heap's smallest is the one to drop first, i.e.
+    fewer lines, or with equal lines the later path."""
+
+    __slots__ = ("lines", "path")
+
+    def __init__(self, lines: int, path: str) -> None:
+        self.lines = lines
+        self.path = path
+
+    def __lt__(self, other: _Ranked) -> bool:
+        return (self.lines, other.path) < (other.lines, self.path)
+
+
 class _Tally:
-    def __init__(self) -> None:
+    def __init__(self, max_file_bytes: int) -> None:
+        self.max_file_bytes = max_file_bytes
         self.total_lines = 0
         self.files = 0
         self.bytes = 0
         self.skipped_binary = 0
+        self.skipped_too_large = 0
         self.by_ext: dict[str, list[int]] = {}
-        self.largest: list[tuple[int, str]] = []  # min-heap of (lines, negated order key)
+        self.largest: list[_Ranked] = []
 
     def add_fd(self, fd: int, rel_path: str, name: str) -> None:
+        if os.fstat(fd).st_size > self.max_file_bytes:
+            self.skipped_too_large += 1
+            return
         if looks_binary(read_head(fd)):
             self.skipped_binary += 1
             return
@@ -84,47 +115,63 @@ class _Tally:
         slot = self.by_ext.setdefault(_extension(name), [0, 0])
         slot[0] += 1
         slot[1] += lines
-        item = (lines, rel_path)
+        item = _Ranked(lines, rel_path)
         if len(self.largest) < TOP_FILES:
             heapq.heappush(self.largest, item)
-        elif item > self.largest[0]:
+        elif self.largest[0] < item:
             heapq.heapreplace(self.largest, item)
 
-    def result(self, truncated: bool) -> CountLinesResult:
-        by_ext = sorted(self.by_ext.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    def result(self, walk_truncated: bool, max_output_bytes: int) -> CountLinesResult:
+        meter = OutputMeter(max_output_bytes)
+        cut = False
+        largest: list[FileLines] = []
+        for item in sorted(self.largest, reverse=True):
+            row = FileLines(path=item.path, lines=item.lines)
+            if not meter.try_add(OutputMeter.item_cost(row)):
+                cut = True
+                break
+            largest.append(row)
+        by_extension: list[ExtensionCount] = []
+        for ext, (files, lines) in sorted(self.by_ext.items(), key=lambda kv: (-kv[1][1], kv[0])):
+            row = ExtensionCount(extension=ext, files=files, lines=lines)
+            if not meter.try_add(OutputMeter.item_cost(row)):
+                cut = True
+                break
+            by_extension.append(row)
         return CountLinesResult(
             total_lines=self.total_lines,
             files=self.files,
             bytes=self.bytes,
-            by_extension=[ExtensionCount(extension=e, files=f, lines=n) for e, (f, n) in by_ext],
-            largest=[FileLines(path=p, lines=n) for n, p in sorted(self.largest, key=lambda t: (-t[0], t[1]))],
+            by_extension=by_extension,
+            largest=largest,
             skipped_binary=self.skipped_binary,
-            truncated=truncated,
+            skipped_too_large=self.skipped_too_large,
+            truncated=walk_truncated or cut,
         )
 
 
 def count_lines(ws: Workspace, args: CountLinesArgs) -> CountLinesResult:
     """Count lines of one file or of every matching file under a directory.
 
+    A file named explicitly is counted whatever `pattern` says (as ripgrep searches any file it is given).
+
     Raises:
         SandboxError: invalid_glob, and the jail's refusals for `path`.
     """
     glob = compile_glob(args.pattern) if args.pattern else None
-    tally = _Tally()
+    tally = _Tally(ws.limits.max_file_bytes)
     opened, dir_fd, _ = ws.jail.open_any(args.path)
     if opened is not None:
         try:
-            name = opened.rel_path.rsplit("/", 1)[-1]
-            if glob is None or glob.matches(name):
-                tally.add_fd(opened.fd, opened.rel_path, name)
+            tally.add_fd(opened.fd, opened.rel_path, opened.rel_path.rsplit("/", 1)[-1])
         finally:
             os.close(opened.fd)
-        return tally.result(False)
+        return tally.result(False, ws.limits.max_output_bytes)
     assert dir_fd is not None
     os.close(dir_fd)
     with ws.walk(args.path, include_hidden=args.include_hidden, include_ignored=args.include_ignored) as walk:
         for entry in walk:
-            if glob is not None and not glob.matches(entry.walk_rel):
+            if (glob is not None and not glob.matches(entry.walk_rel)) or not is_presentable(entry.rel_path):
                 continue
             fd = walk.open_file(entry)
             if fd is None:
@@ -133,4 +180,5 @@ def count_lines(ws: Workspace, args: CountLinesArgs) -> CountLinesResult:
                 tally.add_fd(fd, entry.rel_path, entry.name)
             finally:
                 os.close(fd)
-        return tally.result(walk.truncated)
+        walk_truncated = walk.truncated
+    return tally.result(walk_truncated, ws.limits.max_output_bytes)

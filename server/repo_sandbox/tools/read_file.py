@@ -9,7 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from repo_sandbox.errors import BinaryFileError, FileTooLargeError, InvalidArgumentsError
 from repo_sandbox.tools._results import OutputMeter, Paged
-from repo_sandbox.tools._textfile import count_newlines_from, iter_lines, line_text, looks_binary, read_head
+from repo_sandbox.tools._textfile import (
+    UTF8_BOM,
+    RawLine,
+    count_newlines_from,
+    iter_lines,
+    line_text,
+    looks_binary,
+    read_head,
+)
 from repo_sandbox.workspace import Workspace
 
 DESCRIPTION = """Read a text file of the repository by line range.
@@ -44,7 +52,10 @@ class ReadFileResult(Paged):
     end_line: int = Field(description="Number of the last line returned (start_line - 1 when none).")
     total_lines: int = Field(description="Lines in the whole file.")
     size_bytes: int = Field(description="File size in bytes.")
-    encoding: str = Field(description="Encoding used to decode the file.")
+    encoding: str = Field(
+        description="'utf-8', or 'utf-8-sig' when the file starts with a byte-order mark (left out of `content`). "
+        "Invalid UTF-8 bytes are shown as U+FFFD."
+    )
 
 
 def _render(number: int, text: str, newline: bool, line_numbers: bool) -> str:
@@ -68,8 +79,10 @@ def read_file(ws: Workspace, args: ReadFileArgs) -> ReadFileResult:
                 size_bytes=opened.size,
                 max_file_bytes=limits.max_file_bytes,
             )
-        if looks_binary(read_head(opened.fd)):
+        head = read_head(opened.fd)
+        if looks_binary(head):
             raise BinaryFileError(f"'{args.path}' looks like a binary file.", path=args.path, size_bytes=opened.size)
+        has_bom = head.startswith(UTF8_BOM)
         newlines, last = count_newlines_from(opened.fd, 0)
         total_lines = newlines + (1 if opened.size and last != b"\n" else 0)
         if args.offset > max(total_lines, 1):
@@ -85,11 +98,14 @@ def read_file(ws: Workspace, args: ReadFileArgs) -> ReadFileResult:
         parts: list[str] = []
         end_line = args.offset - 1
         stop = args.offset + args.limit
-        for number, raw in enumerate(iter_lines(opened.fd, keep_bytes=keep), start=1):
+        for number, line in enumerate(iter_lines(opened.fd, keep_bytes=keep), start=1):
             if number < args.offset:
                 continue
             if number >= stop:
                 break
+            raw = line
+            if number == 1 and has_bom:
+                raw = RawLine(line.data[len(UTF8_BOM) :], line.length - len(UTF8_BOM), line.newline)
             text = line_text(raw, limits.max_line_chars)
             rendered = _render(number, text, raw.newline, args.line_numbers)
             if not meter.try_add(OutputMeter.cost(rendered)):
@@ -111,5 +127,5 @@ def read_file(ws: Workspace, args: ReadFileArgs) -> ReadFileResult:
         truncated=more,
         next_offset=end_line + 1 if more else None,
         size_bytes=opened.size,
-        encoding="utf-8",
+        encoding="utf-8-sig" if has_bom else "utf-8",
     )

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from repo_sandbox.tools._glob import compile_glob
-from repo_sandbox.tools._results import OutputMeter, Paged, page_offsets
+from repo_sandbox.tools._results import OutputMeter, Paged, is_presentable, page_offsets
 from repo_sandbox.workspace import Workspace
 
 DESCRIPTION = """Find files in the repository by glob pattern; returns paths relative to the root.
@@ -16,7 +16,8 @@ Globs work as in ripgrep/.gitignore: `*` and `?` stay within one directory, `**`
 `[abc]` and `{py,pyi}` are supported. A pattern without `/` matches the file name at any depth, so
 `*.go` equals `**/*.go`; a pattern with `/` is matched against the path below `path`. Files ignored by
 .gitignore and hidden files are skipped unless you ask for them. Results come in pages: when `truncated`
-is true, call again with `offset` = `next_offset`.
+is true, call again with `offset` = `next_offset`; `truncated` with a null `next_offset` means the
+server's walk limit was reached: narrow `path`. sort="modified" lists the newest files first.
 
 Example: {"pattern": "**/test_*.py", "path": "tests"}
 Common mistake: using execute_bash with `find` or `ls -R`; this tool is faster and already filtered.
@@ -42,8 +43,12 @@ class SearchFilesArgs(BaseModel):
         Literal["path", "modified"], Field(description="'path' (alphabetical) or 'modified' (newest first).")
     ] = "path"
     include_hidden: Annotated[
-        bool, Field(description="Also match files and directories whose name starts with '.'.")
-    ] = False
+        bool | None,
+        Field(
+            description="Also match hidden files and directories (names starting with '.'). "
+            "Default: the server's setting, normally false."
+        ),
+    ] = None
     include_ignored: Annotated[bool, Field(description="Also match files ignored by .gitignore/.ignore.")] = False
 
 
@@ -63,7 +68,7 @@ def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
     found: list[tuple[float, str]] = []
     with ws.walk(args.path, include_hidden=args.include_hidden, include_ignored=args.include_ignored) as walk:
         for entry in walk:
-            if glob.matches(entry.walk_rel):
+            if glob.matches(entry.walk_rel) and is_presentable(entry.rel_path):
                 mtime = 0.0
                 if args.sort == "modified":
                     try:
@@ -76,12 +81,16 @@ def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
         found.sort(key=lambda item: (-item[0], item[1]))
     meter = OutputMeter(ws.limits.max_output_bytes)
     files: list[str] = []
+    consumed = 0
     for _, rel in found[args.offset : args.offset + limit]:
-        if not meter.try_add(OutputMeter.cost(rel) + 2):
-            break
-        files.append(rel)
-    more = args.offset + len(files) < len(found)
-    truncated, next_offset = page_offsets(args.offset, len(files), more)
+        cost = OutputMeter.item_cost(rel)
+        if cost <= meter.limit:  # a path longer than a whole page is skipped, so paging always advances
+            if not meter.try_add(cost):
+                break
+            files.append(rel)
+        consumed += 1
+    more = args.offset + consumed < len(found)
+    truncated, next_offset = page_offsets(args.offset, consumed, more)
     return SearchFilesResult(
         files=files, total=len(found), truncated=truncated or walk_truncated, next_offset=next_offset
     )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from repo_sandbox.engine.pysearch import LineHit
 from repo_sandbox.engine.pytree import iter_file_hits
 from repo_sandbox.engine.request import SearchRequest, SearchStats
 from repo_sandbox.tools._results import OutputMeter, Paged, ResultModel, page_offsets
@@ -17,8 +18,11 @@ DESCRIPTION = """Search file contents with a regular expression (or a literal st
 Regex syntax is Rust/ripgrep's: no backreferences, no look-around. Each result is a matching line with
 its path and 1-based line number, optionally with `context` lines around it. `output_mode` can instead
 list just the files that match ("files_with_matches") or a count per file ("count"). .gitignore'd and
-hidden files are skipped unless asked for; binary files are skipped. Results come in pages: when
-`truncated` is true, call again with `offset` = `next_offset`.
+hidden files are skipped unless asked for; binary and over-large files are skipped and counted. A
+`path` naming one file is searched whatever `glob` says. A line break in the pattern needs
+multiline=true; a literal '{' must be escaped ('\\{'). Results come in pages: when `truncated` is true,
+call again with `offset` = `next_offset` (`total_matches` is then a lower bound); `truncated` with a
+null `next_offset` means the server's walk limit was reached: narrow `path`.
 
 Example: {"pattern": "def \\\\w+_handler", "glob": "*.py", "path": "src"}
 Common mistake: running grep or rg through execute_bash; this tool is faster, bounded and structured.
@@ -53,7 +57,13 @@ class SearchTextArgs(BaseModel):
     ] = "content"
     limit: Annotated[int, Field(ge=1, le=1000, description="Most matches (or files, or counts) to return.")] = 100
     offset: Annotated[int, Field(ge=0, description="Number of results to skip (for paging).")] = 0
-    include_hidden: Annotated[bool, Field(description="Also search hidden files and directories.")] = False
+    include_hidden: Annotated[
+        bool | None,
+        Field(
+            description="Also search hidden files and directories (names starting with '.'). "
+            "Default: the server's setting, normally false."
+        ),
+    ] = None
     include_ignored: Annotated[bool, Field(description="Also search files ignored by .gitignore/.ignore.")] = False
 
 
@@ -71,13 +81,22 @@ class FileCount(ResultModel):
 
 
 class _SearchSummary(Paged):
-    files_searched: int = Field(description="Files searched (binary and skipped files excluded).")
+    files_searched: int = Field(description="Text files whose contents were searched before the search stopped.")
+    skipped_binary: int = Field(description="Files skipped because they look binary.")
+    skipped_too_large: int = Field(description="Files skipped because they exceed the server's file size limit.")
     total_matches: int = Field(description="Matching lines found; a lower bound when `truncated`.")
     degraded: str | None = Field(
         default=None,
-        description="Set when the server narrowed this search (e.g. file names only, near the session's output "
-        "budget): says what changed. Null for a normal result.",
+        description="Present when the server narrowed this search (e.g. file names only, near the session's "
+        "output budget): says what changed. Absent from a normal result.",
     )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_degraded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("degraded") is None:
+            data.pop("degraded", None)
+        return data
 
 
 class SearchTextContentResult(_SearchSummary):
@@ -95,7 +114,7 @@ class SearchTextCountResult(_SearchSummary):
 SearchTextResult = SearchTextContentResult | SearchTextFilesResult | SearchTextCountResult
 
 
-def _request(args: SearchTextArgs) -> SearchRequest:
+def _request(args: SearchTextArgs, *, keep: tuple[int, int]) -> SearchRequest:
     return SearchRequest(
         pattern=args.pattern,
         path=args.path,
@@ -107,11 +126,30 @@ def _request(args: SearchTextArgs) -> SearchRequest:
         mode=args.output_mode,
         include_hidden=args.include_hidden,
         include_ignored=args.include_ignored,
+        keep_hits=keep,
     )
 
 
-def _row_cost(path: str, texts: list[str]) -> int:
-    return sum(OutputMeter.cost(t) + 3 for t in (path, *texts)) + 48
+def _match_row(path: str, hit: LineHit, max_chars: int, meter: OutputMeter) -> TextMatch | None:
+    """The row for one hit if it fits in what is left of the page.
+
+    A row too large for even an empty page (long lines with long context, or control characters that
+    JSON escapes six-fold) is shrunk, so paging always advances: its context is dropped and its line cut.
+    """
+    match = TextMatch(
+        path=path,
+        line=hit.line,
+        text=cut_text(hit.text, max_chars),
+        before=[cut_text(t, max_chars) for t in hit.before],
+        after=[cut_text(t, max_chars) for t in hit.after],
+    )
+    cost = OutputMeter.item_cost(match)
+    if cost > meter.limit:
+        bare = TextMatch(path=path, line=hit.line, text="", before=[], after=[])
+        room = max(meter.limit - OutputMeter.item_cost(bare) - 64, 0) // 6
+        match = TextMatch(path=path, line=hit.line, text=cut_text(hit.text, room), before=[], after=[])
+        cost = OutputMeter.item_cost(match)
+    return match if meter.try_add(cost) else None
 
 
 def search_text(ws: Workspace, args: SearchTextArgs) -> SearchTextResult:
@@ -123,6 +161,7 @@ def search_text(ws: Workspace, args: SearchTextArgs) -> SearchTextResult:
         SandboxError: invalid_regex, invalid_glob, timeout, and the jail's refusals for `path`.
     """
     limits = ws.limits
+    content = args.output_mode == "content"
     end = args.offset + min(args.limit, limits.max_results)
     meter = OutputMeter(limits.max_output_bytes)
     stats = SearchStats()
@@ -130,54 +169,52 @@ def search_text(ws: Workspace, args: SearchTextArgs) -> SearchTextResult:
     files: list[str] = []
     counts: list[FileCount] = []
     index = 0  # position of the next row in the full result list
+    consumed = 0  # rows of this page returned, or skipped because no page could hold them
     total = 0
     more = False
-    cut = limits.max_line_chars
-    for file_hits in iter_file_hits(ws, _request(args), stats):
-        total += len(file_hits.hits)
-        path = file_hits.rel_path
-        rows = file_hits.hits if args.output_mode == "content" else [None]
-        for hit in rows:
-            if index < args.offset:
-                index += 1
-                continue
-            if index >= end:
-                more = True
-                break
-            if hit is not None:
-                match = TextMatch(
-                    path=path,
-                    line=hit.line,
-                    text=cut_text(hit.text, cut),
-                    before=[cut_text(t, cut) for t in hit.before],
-                    after=[cut_text(t, cut) for t in hit.after],
-                )
-                fits = meter.try_add(_row_cost(path, [match.text, *match.before, *match.after]))
-                if fits:
-                    matches.append(match)
-            elif args.output_mode == "files_with_matches":
-                fits = meter.try_add(_row_cost(path, []))
-                if fits:
-                    files.append(path)
-            else:
-                fits = meter.try_add(_row_cost(path, []))
-                if fits:
-                    counts.append(FileCount(path=path, count=len(file_hits.hits)))
-            if not fits:
-                more = True
-                break
-            index += 1
-        if more:
+    request = _request(args, keep=(args.offset, end) if content else (0, 0))
+    for file_hits in iter_file_hits(ws, request, stats):
+        if index >= end:
+            more = True
             break
-    returned = len(matches) + len(files) + len(counts)
-    truncated, next_offset = page_offsets(args.offset, returned, more)
+        total += file_hits.count
+        path = file_hits.rel_path
+        if content:
+            for hit in file_hits.hits:
+                match = _match_row(path, hit, limits.max_line_chars, meter)
+                if match is None:
+                    more = True
+                    break
+                matches.append(match)
+                consumed += 1
+            index += file_hits.count
+            if more or index > end:
+                more = True
+                break
+            continue
+        if index >= args.offset:
+            item = path if args.output_mode == "files_with_matches" else FileCount(path=path, count=file_hits.count)
+            cost = OutputMeter.item_cost(item)
+            if cost <= meter.limit:  # a row larger than a whole page is skipped, so paging always advances
+                if not meter.try_add(cost):
+                    more = True
+                    break
+                if isinstance(item, str):
+                    files.append(item)
+                else:
+                    counts.append(item)
+            consumed += 1
+        index += 1
+    truncated, next_offset = page_offsets(args.offset, consumed, more)
     summary = {
         "files_searched": stats.files_searched,
+        "skipped_binary": stats.skipped_binary,
+        "skipped_too_large": stats.skipped_too_large,
         "total_matches": total,
         "truncated": truncated or stats.walk_truncated,
         "next_offset": next_offset,
     }
-    if args.output_mode == "content":
+    if content:
         return SearchTextContentResult(matches=matches, **summary)
     if args.output_mode == "files_with_matches":
         return SearchTextFilesResult(files=files, **summary)

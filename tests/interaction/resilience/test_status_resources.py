@@ -85,7 +85,7 @@ async def test_policy_says_what_is_allowed_without_revealing_the_deny_list(
         "recovery_s": 300.0,
         "repeat_threshold": 5,
     }
-    assert policy["budget"]["max_calls"] == 2000
+    assert policy["budget"]["max_calls"] == 10_000
     assert set(policy["exec"]) >= {"enabled", "sandbox"}
     assert policy["interaction"]["client_can_elicit"] is True
     assert "secret-project" not in str(raw)

@@ -1,0 +1,191 @@
+"""Gitignore rules with git's own semantics, for the deny-list and the walker's ignore files.
+
+A rule set answers one question about one entry: which rule, if any, decides it. As in git:
+- the LAST rule that matches the entry itself decides (`!rule` re-includes);
+- a rule ending in `/` matches directories only;
+- a rule with a `/` at its start or middle is anchored to the directory of its file and matched against the
+  whole relative path; any other rule is matched against the entry's name at any depth;
+- `*` and `?` never match `/`, `[...]` is a class (`!` or `^` negates; it never matches `/`), `\\` escapes,
+  `**/` is any number of leading directories, `/**` everything inside, `/**/` zero or more directories.
+- Whether a directory's contents are hidden is not decided here: callers do not look inside a directory
+  whose own entry is hidden (a walker skips it; the jail checks every ancestor).
+
+pathspec's GitIgnoreSpec answers a different question (is a file hidden, ancestors included) and gets the
+directory idiom `*` + `!*/` wrong when asked about a directory, so the walker uses this instead. Each rule set
+also keeps one alternation of all its rules, so the common case (no rule matches) costs two regex calls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_POSIX_CLASSES = {
+    "alnum": "a-zA-Z0-9",
+    "alpha": "a-zA-Z",
+    "blank": " \\t",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "\\x21-\\x7e",
+    "lower": "a-z",
+    "print": "\\x20-\\x7e",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": " \\t\\n\\r\\f\\v",
+    "upper": "A-Z",
+    "xdigit": "0-9A-Fa-f",
+}
+
+
+def _class(glob: str, start: int) -> tuple[str, int] | None:
+    """Translate the bracket expression at glob[start] == '['; (regex, index after ']') or None if unclosed."""
+    i = start + 1
+    negate = i < len(glob) and glob[i] in "!^"
+    if negate:
+        i += 1
+    items: list[str] = []
+    first = True
+    while i < len(glob):
+        char = glob[i]
+        if char == "]" and not first:
+            body = "".join(items) or "(?!)"
+            return (f"[^/{body}]" if negate else f"(?:(?!/)[{body}])"), i + 1
+        first = False
+        if char == "[" and glob.startswith("[:", i):
+            end = glob.find(":]", i + 2)
+            name = glob[i + 2 : end] if end >= 0 else ""
+            if name in _POSIX_CLASSES:
+                items.append(_POSIX_CLASSES[name])
+                i = end + 2
+                continue
+        if char == "\\" and i + 1 < len(glob):
+            i += 1
+            char = glob[i]
+        if i + 2 < len(glob) and glob[i + 1] == "-" and glob[i + 2] != "]":
+            low, high = char, glob[i + 2]
+            if high == "\\" and i + 3 < len(glob):
+                high = glob[i + 3]
+                i += 1
+            items.append(f"{re.escape(low)}-{re.escape(high)}" if low <= high else "(?!)")
+            i += 3
+            continue
+        items.append(re.escape(char))
+        i += 1
+    return None
+
+
+def _segment(glob: str) -> str:
+    """Translate one path segment (no '/') of a glob."""
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        if char == "*":
+            while i < len(glob) and glob[i] == "*":
+                i += 1
+            out.append("[^/]*")
+            continue
+        if char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            translated = _class(glob, i)
+            if translated is not None:
+                out.append(translated[0])
+                i = translated[1]
+                continue
+            out.append(re.escape(char))
+        elif char == "\\" and i + 1 < len(glob):
+            i += 1
+            out.append(re.escape(glob[i]))
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _path_regex(glob: str) -> str:
+    """Translate an anchored glob (segments joined by '/', `**` segments special)."""
+    segments = [
+        s for i, s in enumerate(glob.split("/")) if not (s == "**" and i > 0 and glob.split("/")[i - 1] == "**")
+    ]
+    parts: list[str] = []
+    need_separator = False
+    for index, segment in enumerate(segments):
+        if segment == "**":
+            if index == len(segments) - 1:
+                parts.append("/.+" if parts else ".*")  # 'a/**': everything inside a; '/**': everything
+            else:
+                parts.append("/(?:.*/)?" if parts else "(?:.*/)?")  # zero or more directories
+            need_separator = False
+            continue
+        if need_separator:
+            parts.append("/")
+        parts.append(_segment(segment))
+        need_separator = True
+    return "".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    index: int
+    negate: bool
+    dir_only: bool
+    anchored: bool
+    regex: re.Pattern[str]
+
+
+def _strip_trailing_spaces(line: str) -> str:
+    stripped = line.rstrip(" ")
+    if stripped.endswith("\\") and len(stripped) < len(line):
+        return stripped + " "  # an escaped space is kept
+    return stripped
+
+
+def _parse(line: str, index: int) -> _Rule | None:
+    line = _strip_trailing_spaces(line.rstrip("\r\n"))
+    if not line or line.startswith("#"):
+        return None
+    negate = line.startswith("!")
+    if negate or line.startswith(("\\!", "\\#")):  # a backslash makes a leading '!' or '#' literal
+        line = line[1:]
+    dir_only = line.endswith("/")
+    line = line.rstrip("/")
+    if not line:
+        return None
+    anchored = "/" in line
+    line = line.removeprefix("/")
+    source = _path_regex(line) if anchored else _segment(line)
+    return _Rule(index, negate, dir_only, anchored, re.compile(source, re.DOTALL))
+
+
+def _either(rules: list[_Rule]) -> re.Pattern[str]:
+    if not rules:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{rule.regex.pattern})" for rule in rules), re.DOTALL)
+
+
+class IgnoreRules:
+    """Compiled gitignore lines. `check(path, is_dir=...)` names the rule that decides the entry, if any."""
+
+    __slots__ = ("_anchored_any", "_name_any", "_rules")
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._rules = [rule for i, line in enumerate(lines) if (rule := _parse(line, i)) is not None]
+        self._name_any = _either([r for r in self._rules if not r.anchored])
+        self._anchored_any = _either([r for r in self._rules if r.anchored])
+
+    def __bool__(self) -> bool:
+        return bool(self._rules)
+
+    def check(self, path: str, *, is_dir: bool) -> tuple[bool | None, int | None]:
+        """For a '/'-separated path relative to the rules' directory: (True, i) hidden by line i,
+        (False, i) re-included by the negation on line i, (None, None) when no rule matches the entry."""
+        name = path.rsplit("/", 1)[-1]
+        if self._name_any.fullmatch(name) is None and self._anchored_any.fullmatch(path) is None:
+            return None, None
+        for rule in reversed(self._rules):
+            if rule.dir_only and not is_dir:
+                continue
+            if rule.regex.fullmatch(path if rule.anchored else name) is not None:
+                return not rule.negate, rule.index
+        return None, None

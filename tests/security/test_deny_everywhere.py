@@ -1,0 +1,126 @@
+"""A deny-listed file never appears in any result, not even as a name: by glob, by content, by count, by walk.
+
+Every call below asks for as much as it can (hidden and ignored files included) and must succeed with a
+result that holds no denied name and no denied content. The counts are exact, so a denied file that slipped
+into a tally would show.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+import pytest
+from attack_tree import DENIED_MARKER, DENIED_NAMES, AttackTree, call_bounded, leaked_secrets
+
+from repo_sandbox.workspace import Workspace
+
+EVERYTHING = {"include_hidden": True, "include_ignored": True}
+NFC_RESUME = unicodedata.normalize("NFC", "résumé.txt")
+NFD_RESUME = unicodedata.normalize("NFD", "résumé.txt")
+
+
+def c(tool: str, **args: Any) -> Any:
+    return pytest.param(tool, {**EVERYTHING, **args}, id=f"{tool}-{json.dumps(args, ensure_ascii=True)[:70]}")
+
+
+CALLS = [
+    # -- by glob -----------------------------------------------------------------------------------
+    c("search_files", pattern="**"),
+    c("search_files", pattern="*"),
+    c("search_files", pattern=".env"),
+    c("search_files", pattern=".ENV"),
+    c("search_files", pattern=".env*"),
+    c("search_files", pattern="*env*"),
+    c("search_files", pattern="{.env,id_rsa,server.pem}"),
+    c("search_files", pattern="**/.git/**"),
+    c("search_files", pattern=".git/*"),
+    c("search_files", pattern=".git"),
+    c("search_files", pattern="*.pem"),
+    c("search_files", pattern="id_*"),
+    c("search_files", pattern="config/*"),
+    c("search_files", pattern="**/prod.yaml"),
+    c("search_files", pattern="private/**"),
+    c("search_files", pattern="*sum*"),
+    c("search_files", pattern=NFD_RESUME),
+    c("search_files", pattern=NFC_RESUME),
+    c("search_files", pattern="[.]*"),
+    c("search_files", pattern="**", sort="modified"),
+    # -- by walking the parent directory -----------------------------------------------------------
+    c("search_files", pattern="*", path="config"),
+    c("search_files", pattern="*", path="link_cfg"),
+    c("search_files", pattern="*", path="."),
+    c("search_files", pattern="**", path="src/.."),
+    # -- by content --------------------------------------------------------------------------------
+    c("search_text", pattern=DENIED_MARKER),
+    c("search_text", pattern=DENIED_MARKER, fixed_strings=True),
+    c("search_text", pattern=DENIED_MARKER.lower(), case_sensitive=False),
+    c("search_text", pattern="SECRET"),
+    c("search_text", pattern="."),
+    c("search_text", pattern=".", context=10),
+    c("search_text", pattern=".", output_mode="files_with_matches"),
+    c("search_text", pattern=".", output_mode="count"),
+    c("search_text", pattern="(?s).+", multiline=True),
+    c("search_text", pattern=".", glob=".env"),
+    c("search_text", pattern=".", glob="**/.git/**"),
+    c("search_text", pattern=".", glob="*.pem"),
+    c("search_text", pattern=".", path="config"),
+    c("search_text", pattern=".", path="link_cfg"),
+    c("search_text", pattern="prod", path="config", output_mode="files_with_matches"),
+    # -- by count ----------------------------------------------------------------------------------
+    c("count_lines"),
+    c("count_lines", path="."),
+    c("count_lines", pattern=".env"),
+    c("count_lines", pattern="*.pem"),
+    c("count_lines", pattern="*.yaml", path="config"),
+    c("count_lines", path="link_cfg"),
+]
+
+
+def assert_no_denied_name_or_content(payload: dict[str, Any]) -> None:
+    text = json.dumps(payload, ensure_ascii=False)
+    assert leaked_secrets(text) == [], text
+    names: list[str] = []
+    for key in ("files", "matches", "counts", "largest"):
+        items = payload.get(key, [])
+        for item in items if isinstance(items, list) else []:
+            names.append(item if isinstance(item, str) else item["path"])
+    for name in names:
+        key = unicodedata.normalize("NFC", name).casefold()
+        for denied in DENIED_NAMES:
+            assert unicodedata.normalize("NFC", denied).casefold() not in key, f"{denied!r} shows in {name!r}"
+
+
+@pytest.mark.parametrize(("tool", "arguments"), CALLS)
+def test_denied_files_never_appear_in_listings_searches_or_counts(
+    tool: str, arguments: dict[str, Any], backend_ws: Workspace
+) -> None:
+    outcome = call_bounded(backend_ws, tool, arguments)
+    assert not outcome.is_error, outcome.payload
+    assert_no_denied_name_or_content(outcome.payload)
+
+
+def test_count_over_the_root_counts_exactly_the_allowed_files(backend_ws: Workspace) -> None:
+    outcome = call_bounded(backend_ws, "count_lines", {"path": ".", **EVERYTHING})
+    assert not outcome.is_error, outcome.payload
+    largest = sorted(item["path"] for item in outcome.payload["largest"])
+    # one line each; symlinks are not followed, the hard link out is skipped, denied files are not there
+    assert largest == ["%2e%2e/decoy.txt", "README.md", "config/dev.yaml", "src/main.py", "src/pkg/deep.py"]
+    assert (outcome.payload["files"], outcome.payload["total_lines"]) == (5, 5)
+
+
+def test_listing_the_root_shows_allowed_files_and_no_link_or_special_file(
+    backend_ws: Workspace, attack_tree: AttackTree
+) -> None:
+    outcome = call_bounded(backend_ws, "search_files", {"pattern": "**", **EVERYTHING, "limit": 1000})
+    assert not outcome.is_error, outcome.payload
+    assert sorted(outcome.payload["files"]) == [
+        "%2e%2e/decoy.txt",
+        "README.md",
+        "config/dev.yaml",
+        "hardlink_out.txt",  # a name only: reading it is refused (special_file) unless hard links are allowed
+        "src/main.py",
+        "src/pkg/deep.py",
+    ]
+    assert str(attack_tree.base) not in json.dumps(outcome.payload)

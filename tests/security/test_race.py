@@ -1,0 +1,153 @@
+"""Time-of-check/time-of-use: a thread swaps in-root entries for symlinks out of the root while the tools use them.
+
+A flipper thread atomically exchanges (renameat2 RENAME_EXCHANGE) `flip` between a regular file and a symlink
+to an outside secret, and `flipdir` between a directory and a symlink to an outside directory, as fast as it
+can. The main thread reads, searches, counts and lists them 10,000 times. Every outcome must be either an
+in-root result or a graded refusal, and no outcome may hold outside content.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from attack_tree import OUTSIDE_MARKER, OpenAt2MissingError
+
+from repo_sandbox.config.loader import load_settings
+from repo_sandbox.errors import SandboxError
+from repo_sandbox.tools.registry import TOOLS_BY_NAME
+from repo_sandbox.workspace import Workspace
+
+TRIES = 10_000
+INSIDE = "INSIDE-RACE-OK"
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def exchange(a: Path, b: Path) -> None:
+    if _libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def _renameat2_works(tmp: Path) -> bool:
+    (tmp / "x").touch()
+    (tmp / "y").mkdir()
+    try:
+        exchange(tmp / "x", tmp / "y")
+    except OSError:
+        return False
+    return True
+
+
+class Flipper(threading.Thread):
+    """Exchanges each (entry, spare) pair over and over until stopped."""
+
+    def __init__(self, pairs: list[tuple[Path, Path]]) -> None:
+        super().__init__(daemon=True)
+        self.pairs = pairs
+        self.flips = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for entry, spare in self.pairs:
+                exchange(entry, spare)
+                self.flips += 1
+
+
+@pytest.fixture
+def race_root(tmp_path: Path) -> Path:
+    if not _renameat2_works(tmp_path):
+        pytest.skip("renameat2(RENAME_EXCHANGE) is not available here (needs Linux >= 3.15 and glibc >= 2.28)")
+    outside = tmp_path / "outside"
+    (outside / "dir").mkdir(parents=True)
+    (outside / "secret.txt").write_text(f"{OUTSIDE_MARKER} file\n")
+    (outside / "dir" / "inner.txt").write_text(f"{OUTSIDE_MARKER} dir\n")
+    root = tmp_path / "repo"
+    (root / "flipdir").mkdir(parents=True)
+    (root / "flip").write_text(f"{INSIDE} file\n")
+    (root / "flipdir" / "inner.txt").write_text(f"{INSIDE} dir\n")
+    spare = tmp_path / "spare"  # the other halves live outside the walked tree, on the same filesystem
+    spare.mkdir()
+    os.symlink(outside / "secret.txt", spare / "flip")
+    os.symlink("../outside/dir", spare / "flipdir")  # relative to the repo: ../outside/dir from the root
+    (root / "rel_flip").write_text(f"{INSIDE} rel\n")
+    os.symlink("../outside/secret.txt", spare / "rel_flip")
+    return root
+
+
+def _calls() -> list[tuple[str, dict[str, Any]]]:
+    everything = {"include_hidden": True, "include_ignored": True}
+    return [
+        ("read_file", {"path": "flip"}),
+        ("search_text", {"pattern": "RACE|SECRET", "path": "flip"}),
+        ("count_lines", {"path": "flip"}),
+        ("read_file", {"path": "flipdir/inner.txt"}),
+        ("search_files", {"pattern": "*", "path": "flipdir", **everything}),
+        ("search_text", {"pattern": "RACE|SECRET", "path": "flipdir", **everything}),
+        ("count_lines", {"path": "flipdir", **everything}),
+        ("read_file", {"path": "rel_flip"}),
+        ("search_text", {"pattern": "RACE|SECRET", "path": ".", **everything}),
+    ]
+
+
+@pytest.fixture(params=["openat2", "walk-noproc"])
+def race_ws(request: pytest.FixtureRequest, race_root: Path) -> Iterator[Workspace]:
+    ws = Workspace(load_settings(None, env={}, overrides={("workspace", "root"): str(race_root)}))
+    try:
+        if request.param == "openat2" and not ws.jail.uses_openat2:
+            raise OpenAt2MissingError
+        ws.jail.uses_openat2 = request.param == "openat2"
+        ws.jail.uses_proc = ws.jail.uses_proc and not request.param.endswith("noproc")
+        yield ws
+    except OpenAt2MissingError:
+        pytest.skip("openat2 is not available on this kernel")
+    finally:
+        ws.close()
+
+
+def run_once(ws: Workspace, tool: str, arguments: dict[str, Any]) -> tuple[str, str]:
+    """(outcome kind, serialised result) of one call of the tool body, as the pipeline would run it."""
+    spec = TOOLS_BY_NAME[tool]
+    try:
+        result = spec.body(ws, spec.args_model.model_validate(arguments))
+    except SandboxError as exc:
+        return exc.code, str(exc.to_payload())
+    return "ok", result.model_dump_json()
+
+
+def test_flipping_files_and_dirs_to_outside_symlinks_never_leaks(race_root: Path, race_ws: Workspace) -> None:
+    root = race_root
+    spare = root.parent / "spare"
+    flipper = Flipper([(root / name, spare / name) for name in ("flip", "flipdir", "rel_flip")])
+    calls = _calls()
+    outcomes: Counter[str] = Counter()
+    leaks: list[str] = []
+    flipper.start()
+    try:
+        for i in range(TRIES):
+            tool, arguments = calls[i % len(calls)]
+            kind, text = run_once(race_ws, tool, arguments)
+            outcomes[kind] += 1
+            if OUTSIDE_MARKER in text:
+                leaks.append(f"{tool} {arguments}: {text[:200]}")
+    finally:
+        flipper.stop.set()
+        flipper.join(10)
+    print(f"race: {TRIES} calls, {flipper.flips} flips, outcomes {dict(outcomes)}, leaks {len(leaks)}")
+    assert leaks == []
+    assert sum(outcomes.values()) == TRIES
+    assert outcomes["ok"] > 0, "the in-root state was never observed: the race did not run"
+    assert outcomes["path_outside_root"] > 0, "the symlink state was never observed: the race did not run"
+    allowed = {"ok", "path_outside_root", "not_found", "not_a_file", "not_a_directory", "io_error", "special_file"}
+    assert set(outcomes) <= allowed, outcomes
+    assert flipper.flips > 100

@@ -1,0 +1,180 @@
+"""The `repo-sandbox` command: help, tools, call, check-config, and stdout kept for the protocol alone.
+
+Each test runs the installed console script as a real process (what users and MCP clients start).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
+TIMEOUT_S = 60
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [REPO_SANDBOX, *args], input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
+
+
+@pytest.fixture
+def small_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("def main():\n    pass  # TODO\n", encoding="utf-8")
+    (root / ".env").write_text("SECRET=1\n", encoding="utf-8")
+    return root
+
+
+def test_help_names_every_command_and_the_client_config() -> None:
+    done = run("--help")
+    assert done.returncode == 0, done.stderr
+    for word in ("serve", "tools", "call", "check-config", "--root", '"command": "repo-sandbox"'):
+        assert word in done.stdout
+    assert done.stderr == ""
+
+
+def test_tools_prints_every_tool_with_schemas_and_annotations() -> None:
+    done = run("tools")
+    assert done.returncode == 0, done.stderr
+    tools = {tool["name"]: tool for tool in json.loads(done.stdout)}
+    # ask_user is listed here; over MCP only clients that can elicit see it
+    assert set(tools) == {"search_files", "read_file", "search_text", "count_lines", "ask_user"}
+    for tool in tools.values():
+        assert tool["inputSchema"]["type"] == "object" and tool["inputSchema"]["properties"]
+        assert tool["outputSchema"]["type"] == "object" and "anyOf" in tool["outputSchema"]
+        assert tool["annotations"]["readOnlyHint"] is True
+
+
+def test_call_prints_the_result_and_exits_0(small_repo: Path) -> None:
+    done = run("call", "search_text", '{"pattern": "TODO"}', "--root", str(small_repo))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "matches": [{"path": "src/main.py", "line": 2, "text": "    pass  # TODO", "before": [], "after": []}],
+        "files_searched": 1,
+        "skipped_binary": 0,
+        "skipped_too_large": 0,
+        "total_matches": 1,
+        "truncated": False,
+        "next_offset": None,
+    }
+    assert done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code"),
+    [
+        ("read_file", '{"path": "../etc/passwd"}', "path_outside_root"),
+        ("read_file", '{"path": ".env"}', "path_denied"),
+        ("read_file", '{"path": "src/main.py", "limit": 0}', "invalid_arguments"),
+        ("search_text", '{"pattern": "(?<=a)b"}', "invalid_regex"),
+        ("write_file", "{}", "invalid_arguments"),
+        ("read_file", "[1, 2]", "invalid_arguments"),
+    ],
+)
+def test_call_prints_the_graded_error_and_exits_1(small_repo: Path, tool: str, arguments: str, code: str) -> None:
+    done = run("call", tool, arguments, "--root", str(small_repo))
+    assert done.returncode == 1, done.stderr
+    error: dict[str, Any] = json.loads(done.stdout)["error"]
+    assert error["code"] == code
+    assert set(error) == {"code", "category", "message", "retryable", "hint", "details"}
+    assert "SECRET" not in done.stdout + done.stderr
+
+
+def test_call_with_arguments_that_are_not_json_exits_2_on_stderr(small_repo: Path) -> None:
+    done = run("call", "read_file", "{path: x}", "--root", str(small_repo))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "not valid JSON" in done.stderr
+
+
+def test_check_config_prints_the_effective_policy(tmp_path: Path) -> None:
+    config = tmp_path / "policy.toml"
+    config.write_text('[limits]\nmax_output_bytes = 9000\n[workspace]\nextra_deny = ["*.secret"]\n', encoding="utf-8")
+    done = run("check-config", str(config))
+    assert done.returncode == 0, done.stderr
+    policy = json.loads(done.stdout)
+    assert policy["limits"]["max_output_bytes"] == 9000
+    assert policy["workspace"]["extra_deny"] == ["*.secret"]
+    assert policy["limits"]["max_line_chars"] == 2000
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("[limits]\nmax_outptu_bytes = 9000\n", "max_outptu_bytes"),
+        ("[limits]\nmax_output_bytes = 10\n", "max_output_bytes"),
+        ("[nosuchsection]\nkey = 1\n", "nosuchsection"),
+        ("[limits\n", "invalid TOML"),
+    ],
+)
+def test_check_config_rejects_a_bad_file_naming_file_and_key(tmp_path: Path, text: str, named: str) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(text, encoding="utf-8")
+    done = run("check-config", str(config))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert str(config) in done.stderr and named in done.stderr
+
+
+def test_a_root_that_is_not_a_directory_is_a_configuration_error(tmp_path: Path) -> None:
+    done = run("--root", str(tmp_path / "missing"))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "not a directory" in done.stderr
+
+
+def test_serve_writes_only_protocol_messages_to_stdout_even_when_logging_debug(small_repo: Path) -> None:
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "read_file", "arguments": {"path": "../x"}},
+        },
+    ]
+    stdin = "".join(json.dumps(m) + "\n" for m in messages)
+    with subprocess.Popen(
+        [REPO_SANDBOX, "serve", "--root", str(small_repo), "--log-level", "DEBUG"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(stdin)
+            process.stdin.flush()
+            replies: dict[int, dict[str, Any]] = {}
+            while len(replies) < 3:
+                line = process.stdout.readline()
+                assert line, "the server closed stdout early"
+                reply = json.loads(line)  # every stdout line is one JSON-RPC message
+                assert reply["jsonrpc"] == "2.0"
+                replies[reply["id"]] = reply
+            rest, stderr = process.communicate(timeout=TIMEOUT_S)  # closes stdin: the server exits
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0
+    assert rest.strip() == ""
+    assert replies[1]["result"]["serverInfo"]["name"] == "repo-sandbox"
+    assert len(replies[2]["result"]["tools"]) == 4
+    assert replies[3]["result"]["isError"] is True
+    assert replies[3]["result"]["structuredContent"]["error"]["code"] == "path_outside_root"
+    assert "DEBUG" in stderr or "INFO" in stderr  # the log went to stderr
