@@ -44,7 +44,8 @@ def test_tools_prints_every_tool_with_schemas_and_annotations() -> None:
     done = run("tools")
     assert done.returncode == 0, done.stderr
     tools = {tool["name"]: tool for tool in json.loads(done.stdout)}
-    assert set(tools) == {"search_files", "read_file", "search_text", "count_lines"}
+    # ask_user is listed here; over MCP only clients that can elicit see it
+    assert set(tools) == {"search_files", "read_file", "search_text", "count_lines", "ask_user"}
     for tool in tools.values():
         assert tool["inputSchema"]["type"] == "object" and tool["inputSchema"]["properties"]
         assert tool["outputSchema"]["type"] == "object" and "anyOf" in tool["outputSchema"]

@@ -6,12 +6,18 @@ import json
 import re
 import uuid
 import weakref
+from contextvars import ContextVar
 from typing import Any
 
-from mcp.server import MCPServer, ServerRequestContext
+from mcp.server import MCPServer, NotificationOptions, ServerRequestContext
+from mcp.server.connection import NotifyOnlyOutbound
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
+    InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
@@ -19,8 +25,12 @@ from mcp.types import (
     ToolAnnotations,
 )
 
-from repo_sandbox import __version__
-from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox import __version__, resources
+from repo_sandbox.runtime.approvals import APPROVE, make_approve
+from repo_sandbox.runtime.assembly import AgentLoopState, build_pipeline
+from repo_sandbox.runtime.clock import Clock
+from repo_sandbox.runtime.elicitation import ELICIT, InputRequired, can_ask_user, elicitor_for, uses_input_required
+from repo_sandbox.runtime.guard import TOOLS_CHANGED
 from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
 from repo_sandbox.workspace import Workspace
@@ -31,29 +41,55 @@ INSTRUCTIONS = """Read-only access to one code repository, behind a policy (path
 Paths are relative to the repository root. Find files with search_files, search contents with search_text,
 read with read_file (by line range), measure with count_lines. Every failure is a JSON error with a
 `category` telling you what to do next, a `hint`, and `retryable`. Listing results are paged: when
-`truncated` is true, pass `next_offset` as `offset`."""
+`truncated` is true, pass `next_offset` as `offset`. A call that keeps failing is blocked for a while
+(`circuit_open`): change the approach. Read repo-sandbox://policy for what is allowed and
+repo-sandbox://status for this session's budget and blocked calls."""
 
 
 class SessionIds:
     """A stable random id per client connection.
 
     The SDK builds a session object per request; legacy-era requests of one connection share its
-    `_connection`. (2026-07-28 requests are sessionless by design: each may arrive on its own connection.)
+    `_connection`. 2026-07-28 requests are sessionless by design and each gets its own `Connection`:
+    - on a duplex stream (stdio) they share the stream's notify channel (`NotifyOnlyOutbound`);
+    - an in-process `Client(server, mode="auto")` dispatches directly; its requests share the direct
+      dispatcher's transport context (reached through private attributes, checked by a test);
+    - a single-exchange HTTP request has neither: it is a session of its own.
     """
 
     def __init__(self) -> None:
-        self._ids: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+        self._ids: dict[int, tuple[weakref.ref[object], str]] = {}
+        """By object identity (not equality: transport contexts are frozen dataclasses that compare equal)."""
+
+    @staticmethod
+    def _stream_of(session: object) -> object:
+        connection = getattr(session, "_connection", None) or session
+        outbound = getattr(connection, "outbound", None)
+        if isinstance(outbound, NotifyOnlyOutbound):
+            return outbound
+        request_channel = getattr(getattr(session, "_request_outbound", None), "_inner", None)
+        if type(request_channel).__name__ == "_DirectDispatchContext":
+            return getattr(request_channel, "transport", connection)
+        return connection
 
     def id_for(self, session: object) -> str:
-        session = getattr(session, "_connection", None) or session
+        stream = self._stream_of(session)
+        key = id(stream)
+        entry = self._ids.get(key)
+        if entry is not None and entry[0]() is stream:
+            return entry[1]
+        new_id = uuid.uuid4().hex[:16]
         try:
-            return self._ids[session]
-        except KeyError:
-            new_id = uuid.uuid4().hex[:16]
-            self._ids[session] = new_id
+            ref = weakref.ref(stream, lambda dead, key=key: self._forget(key, dead))
+        except TypeError:  # not weak-referenceable: treat the request as a session of its own
             return new_id
-        except TypeError:  # not weak-referenceable
-            return "unknown"
+        self._ids[key] = (ref, new_id)
+        return new_id
+
+    def _forget(self, key: int, dead: weakref.ref[object]) -> None:
+        entry = self._ids.get(key)
+        if entry is not None and entry[0] is dead:
+            del self._ids[key]
 
 
 def mcp_tool(spec: ToolSpec) -> Tool:
@@ -108,29 +144,112 @@ def call_tool_result(outcome: CallOutcome) -> CallToolResult:
     )
 
 
-def build_server(workspace: Workspace) -> MCPServer[Any]:
-    """An MCP server exposing the tools over `workspace`."""
-    pipeline = build_pipeline(workspace)
+_current_request: ContextVar[ServerRequestContext[Any] | None] = ContextVar("repo_sandbox_request", default=None)
+"""The request being served, for handlers the SDK calls without it (static resources)."""
+
+
+async def _remember_request(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+    token = _current_request.set(ctx)
+    try:
+        return await call_next(ctx)
+    finally:
+        _current_request.reset(token)
+
+
+def build_server(workspace: Workspace, *, clock: Clock | None = None) -> MCPServer[Any]:
+    """An MCP server exposing the tools over `workspace`; `clock` drives the guard rails (tests pass a fake)."""
+    loop = AgentLoopState.from_workspace(workspace, clock)
+    pipeline = build_pipeline(workspace, loop)
     session_ids = SessionIds()
     tools = [mcp_tool(spec) for spec in TOOLS]
     schemas = {tool.name: tool.input_schema for tool in tools}
-    server: MCPServer[Any] = MCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    bus = InMemorySubscriptionBus()
+    server: MCPServer[Any] = MCPServer(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        subscriptions=bus,
+        middleware=[_remember_request],
+    )
 
     async def list_tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
-        return ListToolsResult(tools=tools)
+        can_elicit = can_ask_user(ctx.session, ctx.protocol_version)
+        notes = loop.guard.blocked_descriptions(session_ids.id_for(ctx.session))
+        listed: list[Tool] = []
+        for tool in tools:
+            if TOOLS_BY_NAME[tool.name].needs_elicitation and not can_elicit:
+                continue
+            marked = "\n\n".join([tool.description or "", *notes[tool.name]]) if tool.name in notes else None
+            listed.append(tool if marked is None else tool.model_copy(update={"description": marked}))
+        return ListToolsResult(tools=listed)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        async def tools_changed() -> None:
+            if uses_input_required(ctx.protocol_version):
+                await bus.publish(ToolsListChanged())
+            else:
+                await ctx.session.send_tool_list_changed()
+
+        extras: dict[str, Any] = {TOOLS_CHANGED: tools_changed}
+        elicit = elicitor_for(
+            ctx.session,
+            ctx.protocol_version,
+            ctx.request_id,
+            request_state=params.request_state,
+            input_responses=params.input_responses,
+            ledger=loop.nonces,
+        )
+        if elicit is not None:
+            extras[ELICIT] = elicit
+            extras[APPROVE] = make_approve(elicit)
         context = CallContext(
             session_id=session_ids.id_for(ctx.session),
             request_id=None if ctx.request_id is None else str(ctx.request_id),
             report_progress=ctx.session.report_progress,
+            extras=extras,
         )
-        return call_tool_result(await pipeline.call(params.name, params.arguments, context))
+        try:
+            return call_tool_result(await pipeline.call(params.name, params.arguments, context))
+        except InputRequired as pause:
+            return InputRequiredResult(input_requests=pause.requests, request_state=pause.state)
+
+    def caller() -> resources.Caller:
+        ctx = _current_request.get()
+        if ctx is None:
+            return resources.Caller(session_id="local", can_elicit=False)
+        return resources.Caller(
+            session_id=session_ids.id_for(ctx.session), can_elicit=can_ask_user(ctx.session, ctx.protocol_version)
+        )
+
+    @server.resource(resources.POLICY_URI, name="policy", mime_type="application/json")
+    async def policy() -> str:
+        """What the operator allows (tools, paths, limits, exec, guard, budget), so the agent need not probe."""
+        return resources.to_json(resources.policy_document(workspace, caller()))
+
+    @server.resource(resources.STATUS_URI, name="status", mime_type="application/json")
+    async def status() -> str:
+        """This session's circuits, budget and per-tool calls/errors/time, with the limits and the exec sandbox."""
+        return resources.to_json(resources.status_document(workspace, loop, caller()))
 
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
     lowlevel.add_request_handler("tools/list", PaginatedRequestParams, list_tools)
     lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
     lowlevel.get_tool_input_schema = schemas.get
+    # MCPServer advertises listChanged:false to handshake-era clients; our listing does change (circuits).
+    create_options = lowlevel.create_initialization_options
+
+    def with_tools_changed(
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=True)
+        return create_options(options, experimental_capabilities, extensions)
+
+    lowlevel.create_initialization_options = with_tools_changed
     return server
 
 

@@ -118,6 +118,38 @@ class AuditConfig(_Section):
     """Longer strings in an event are cut (after redaction)."""
 
 
+class GuardConfig(_Section):
+    """Agent-loop guard rails per client session: the circuit breaker and the repeated-call guard."""
+
+    failure_threshold: int = Field(default=3, ge=1, le=1000)
+    """Failed calls of one tool with similar arguments, in a row, that open the circuit for such calls."""
+    window_s: float = Field(default=300.0, gt=0)
+    """Only failures this recent count towards `failure_threshold` (seconds)."""
+    similarity: float = Field(default=0.7, gt=0, le=1)
+    """Arguments at least this similar (0..1, token Jaccard, see `runtime.similarity`) count as the same call."""
+    recovery_s: float = Field(default=300.0, gt=0)
+    """How long an open circuit blocks similar calls before letting one trial call through (half-open)."""
+    repeat_threshold: int = Field(default=5, ge=1, le=1000)
+    """Identical calls (same tool, same arguments) allowed in a row; the next one gets `repeated_call`."""
+
+
+class BudgetConfig(_Section):
+    """What one client session (connection) may spend. 0 means unlimited.
+
+    The defaults stop a runaway loop without ending a normal long session; note that some clients keep one
+    connection for their whole lifetime (a desktop app), so its budget covers every conversation in it.
+    """
+
+    max_calls: int = Field(default=10_000, ge=0)
+    """Tool calls per session."""
+    max_output_bytes: int = Field(default=128 * 1024 * 1024, ge=0)
+    """Bytes of tool results (serialised JSON) per session."""
+    max_exec_s: float = Field(default=3600.0, ge=0)
+    """Seconds of execute_bash run time per session."""
+    degrade_below_bytes: int = Field(default=1024 * 1024, ge=0)
+    """When less output budget than this is left, search_text answers with file names only and says so."""
+
+
 class Settings(_Section):
     """The whole effective policy."""
 
@@ -125,3 +157,6 @@ class Settings(_Section):
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+
+    guard: GuardConfig = Field(default_factory=GuardConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)

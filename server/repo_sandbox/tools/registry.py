@@ -8,7 +8,7 @@ from typing import Any, Final, Union
 
 from pydantic import BaseModel, TypeAdapter
 
-from repo_sandbox.tools import count_lines, read_file, search_files, search_text
+from repo_sandbox.tools import ask_user, count_lines, read_file, search_files, search_text
 from repo_sandbox.tools._results import ToolFailure
 
 ToolBody = Callable[..., Any]
@@ -27,6 +27,8 @@ class ToolSpec:
     destructive: bool = False
     idempotent: bool = True
     open_world: bool = False
+    needs_elicitation: bool = False
+    """Listed only to clients that can ask their user (MCP elicitation)."""
 
     def input_schema(self) -> dict[str, Any]:
         schema = self.args_model.model_json_schema()
@@ -77,6 +79,16 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         args_model=count_lines.CountLinesArgs,
         result_models=(count_lines.CountLinesResult,),
         body=count_lines.count_lines,
+    ),
+    ToolSpec(
+        name="ask_user",
+        title="Ask the user",
+        description=ask_user.DESCRIPTION,
+        args_model=ask_user.AskUserArgs,
+        result_models=(ask_user.AskUserResult,),
+        body=ask_user.ask_user,
+        idempotent=False,
+        needs_elicitation=True,
     ),
 )
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from repo_sandbox.engine.pysearch import LineHit
 from repo_sandbox.engine.pytree import iter_file_hits
@@ -88,6 +88,18 @@ class _SearchSummary(Paged):
     redactions: int | None = Field(
         default=None, description="Secrets masked in this result (null when output masking is off)."
     )
+    degraded: str | None = Field(
+        default=None,
+        description="Present when the server narrowed this search (e.g. file names only, near the session's "
+        "output budget): says what changed. Absent from a normal result.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_degraded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("degraded") is None:
+            data.pop("degraded", None)
+        return data
 
 
 class SearchTextContentResult(_SearchSummary):

@@ -1,0 +1,115 @@
+"""The JSON resources `repo-sandbox://policy` and `repo-sandbox://status` (DESIGN.md §6).
+
+policy: what the operator allows, so the agent need not probe (tools, path rules, limits, exec, guard, budget).
+status: the same in brief plus the live state of the *calling* session: its circuits, its budget, its
+per-tool calls/errors/time (the source documents' tool stats), and the server-wide stats.
+The deny-list itself is not revealed (only that it exists and what it covers by default).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from repo_sandbox import __version__
+from repo_sandbox.runtime.assembly import AgentLoopState
+from repo_sandbox.tools.registry import TOOLS
+from repo_sandbox.workspace import Workspace
+
+POLICY_URI: Final = "repo-sandbox://policy"
+STATUS_URI: Final = "repo-sandbox://status"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who reads a resource: their session and whether their client can ask its user."""
+
+    session_id: str
+    can_elicit: bool
+
+
+def default_exec_report(workspace: Workspace) -> dict[str, Any]:
+    """The "exec" entry of policy and status: is execute_bash on, and which OS sandbox runs it.
+
+    Reads a `[exec]` settings section when the build has one; the exec runner reports the sandbox it picked
+    by replacing `exec_report` (below) with a function that adds it.
+    """
+    section = getattr(workspace.settings, "exec", None)
+    if section is None:
+        return {"enabled": False, "sandbox": None, "note": "execute_bash is not part of this build."}
+    data: dict[str, Any] = section.model_dump(mode="json")
+    return {"enabled": bool(data.get("enabled", False)), "sandbox": data.get("sandbox"), **data}
+
+
+exec_report: Callable[[Workspace], dict[str, Any]] = default_exec_report
+"""Hook for the exec runner: `resources.exec_report = my_report` (must keep "enabled" and "sandbox")."""
+
+
+def _tools(caller: Caller) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": spec.name,
+            "read_only": spec.read_only,
+            "available": caller.can_elicit or not spec.needs_elicitation,
+        }
+        for spec in TOOLS
+    ]
+
+
+def _paths(workspace: Workspace) -> dict[str, Any]:
+    ws = workspace.settings.workspace
+    return {
+        "root": ".",
+        "read_only": True,
+        "deny_rules": len(ws.effective_deny),
+        "deny": "Paths on the operator's deny-list (by default git internals, .env files, keys and credential "
+        "files) are hidden from every tool, even as names; do not probe for them.",
+        "respect_gitignore": ws.respect_gitignore,
+        "include_hidden_default": ws.include_hidden,
+        "allow_hard_links": ws.allow_hard_links,
+        "max_depth": ws.max_depth,
+        "max_walk_entries": ws.max_walk_entries,
+    }
+
+
+def policy_document(workspace: Workspace, caller: Caller) -> dict[str, Any]:
+    settings = workspace.settings
+    return {
+        "tools": _tools(caller),
+        "paths": _paths(workspace),
+        "limits": settings.limits.model_dump(mode="json"),
+        "exec": exec_report(workspace),
+        "guard": settings.guard.model_dump(mode="json"),
+        "budget": settings.budget.model_dump(mode="json"),
+        "interaction": {
+            "client_can_elicit": caller.can_elicit,
+            "ask_user": caller.can_elicit,
+            "approvals": "Commands that need approval are shown to the user, one call at a time."
+            if caller.can_elicit
+            else "This client cannot ask its user, so commands that need approval are refused (approval_required).",
+        },
+    }
+
+
+def status_document(workspace: Workspace, loop: AgentLoopState, caller: Caller) -> dict[str, Any]:
+    settings = workspace.settings
+    guard = loop.guard.sessions.peek(caller.session_id)
+    guard_state = guard.snapshot() if guard is not None else {"circuits": [], "last_call": None}
+    stats = loop.stats.snapshot(caller.session_id)
+    return {
+        "server": {"name": "repo-sandbox", "version": __version__},
+        "session": {"id": caller.session_id, "client_can_elicit": caller.can_elicit},
+        "policy": {"read_only": True, "deny_rules": len(settings.workspace.effective_deny), "see": POLICY_URI},
+        "exec": exec_report(workspace),
+        "limits": settings.limits.model_dump(mode="json"),
+        "guard": {"config": settings.guard.model_dump(mode="json"), **guard_state},
+        "budget": {"config": settings.budget.model_dump(mode="json"), **loop.budget.snapshot(caller.session_id)},
+        "tools": stats["session"],
+        "server_tools": stats["server"],
+    }
+
+
+def to_json(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,90 @@
+"""execute_bash approvals and the exec-seconds budget, end to end. NOT COLLECTED YET (no `test_` prefix).
+
+execute_bash lands on another branch. When it is merged, rename this file to `test_exec_approvals.py`,
+and adjust `EXEC` to the real `[exec]` keys if they differ (a program in `exec.ask` that reads a file).
+The approval machinery itself is tested now through `approval_probe` in test_elicitation_eras.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
+
+from repo_sandbox.testing import Mode, ScriptedUser, ServerFactory, open_session
+
+pytestmark = pytest.mark.anyio
+
+EXEC: dict[str, Any] = {"enabled": True, "sandbox": "none", "ask": ["wc"]}
+"""A program in exec.ask; `wc -l README.md` prints '3 README.md' on the sample repository."""
+
+COMMAND = {"command": "wc -l README.md"}
+
+
+def yes() -> ElicitResult:
+    return ElicitResult(action="accept", content={"approve": True})
+
+
+async def test_ask_program_runs_after_the_user_approves(make_server: ServerFactory, era: Mode) -> None:
+    user = ScriptedUser([yes()])
+    async with open_session(make_server(exec=EXEC), era, user=user) as session:
+        result = await session.call("execute_bash", COMMAND)
+        again = await session.call("execute_bash", COMMAND)
+    assert result["exit_code"] == 0
+    assert result["stdout"].split() == ["3", "README.md"]
+    assert "    wc -l README.md\n" in user.shown[0].message
+    assert again["code"] == "approval_denied"  # the approval covered that one call; the script then cancels
+    assert len(user.shown) == 2
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_ask_program_declined_or_cancelled_is_denied(make_server: ServerFactory, era: Mode, action: str) -> None:
+    user = ScriptedUser([ElicitResult(action=action)])  # pyright: ignore[reportArgumentType]
+    async with open_session(make_server(exec=EXEC), era, user=user) as session:
+        result = await session.call("execute_bash", COMMAND)
+    assert result["code"] == "approval_denied"
+
+
+async def test_ask_program_without_elicitation_fails_closed(make_server: ServerFactory, era: Mode) -> None:
+    async with open_session(make_server(exec=EXEC), era) as session:
+        result = await session.call("execute_bash", COMMAND)
+    assert result["code"] == "approval_required"
+
+
+async def test_modern_approval_of_one_command_does_not_run_another(make_server: ServerFactory) -> None:
+    async with Client(make_server(exec=EXEC), mode="auto", elicitation_callback=ScriptedUser()) as client:
+        await client.list_tools()
+        with anyio.fail_after(5):
+            asked = await client.session.call_tool("execute_bash", COMMAND, allow_input_required=True)
+            assert isinstance(asked, InputRequiredResult)
+            with pytest.raises(MCPError):
+                await client.session.call_tool(
+                    "execute_bash",
+                    {"command": "wc -l src/main.py"},
+                    input_responses={"q0": yes()},
+                    request_state=asked.request_state,
+                    allow_input_required=True,
+                )
+            ran = await client.session.call_tool(
+                "execute_bash",
+                COMMAND,
+                input_responses={"q0": yes()},
+                request_state=asked.request_state,
+                allow_input_required=True,
+            )
+    assert isinstance(ran, CallToolResult) and ran.is_error is False
+
+
+async def test_exec_seconds_budget_stops_execute_bash_only(make_server: ServerFactory, era: Mode) -> None:
+    server = make_server(exec={"enabled": True, "sandbox": "none"}, budget={"max_exec_s": 0.000001})
+    async with open_session(server, era) as session:
+        first = await session.call("execute_bash", {"command": "wc -l README.md"})
+        refused = await session.call("execute_bash", {"command": "wc -l src/util.py"})
+        still = await session.call("read_file", {"path": "README.md"})
+    assert first["exit_code"] == 0
+    assert refused["code"] == "budget_exhausted"
+    assert refused["details"]["budget"] == "exec_seconds"
+    assert "content" in still
