@@ -199,7 +199,10 @@ class FileTooLargeError(SandboxError):
 
     code = "file_too_large"
     category = Category.LIMIT_EXCEEDED
-    default_hint = "Use search_text to find the lines you need in this file."
+    default_hint = (
+        "The file exceeds the server's size limit (details.max_file_bytes), so no tool reads or searches it; "
+        "work with smaller files, or ask the operator to raise limits.max_file_bytes."
+    )
 
 
 class TimeoutExceededError(SandboxError, TimeoutError):
