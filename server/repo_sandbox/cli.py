@@ -12,16 +12,20 @@ from typing import Any
 import anyio
 
 from repo_sandbox import __version__
+from repo_sandbox.bridge.commands import BRIDGE_COMMANDS, add_bridge_commands, run_bridge_command
 from repo_sandbox.config.loader import ConfigError, load_settings
 from repo_sandbox.config.model import Settings
 
-COMMANDS = ("serve", "tools", "call", "check-config")
+COMMANDS = ("serve", "tools", "call", "check-config", *BRIDGE_COMMANDS)
 
 EPILOG = """examples:
   repo-sandbox --root /path/to/repo                 serve the repository over stdio (for MCP clients)
   repo-sandbox call search_text '{"pattern": "TODO"}' --root .
   repo-sandbox tools                                list the tools with their schemas
   repo-sandbox check-config config.toml             validate a config file and print the effective policy
+  repo-sandbox openai-tools                         print the tools as OpenAI function-calling definitions
+  repo-sandbox ask "Where is main?" --root . --base-url http://127.0.0.1:8000/v1 --model M
+                                                    let an OpenAI-compatible model answer, using the tools
 
 Claude Desktop / any MCP client:
   {"command": "repo-sandbox", "args": ["--root", "/path/to/repo"]}
@@ -59,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check-config", help="validate a TOML config and print the effective policy")
     check.add_argument("file", help="the TOML file to check")
+    add_bridge_commands(sub, _add_policy_flags)
     return parser
 
 
@@ -127,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings = load_settings(args.file)
             print(json.dumps(settings.model_dump(mode="json"), indent=2))
             return 0
+        if args.command in BRIDGE_COMMANDS:
+            return run_bridge_command(args)
         settings = _settings(args, args.config)
         if args.command == "call":
             return _call(settings, args.tool, args.arguments)
