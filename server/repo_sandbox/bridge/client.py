@@ -181,7 +181,7 @@ class ChatClient:
         for attempt in range(settings.max_retries + 1):
             try:
                 status, headers, content = await self._post(body)
-            except httpx2.TransportError as exc:
+            except httpx2.RequestError as exc:  # transport errors, timeouts, undecodable bodies
                 failure = ChatUnavailableError(
                     f"Could not get an answer from the chat endpoint ({type(exc).__name__}).",
                     attempts=attempt + 1,
