@@ -12,10 +12,11 @@ from typing import Any
 import anyio
 
 from repo_sandbox import __version__
+from repo_sandbox.bridge.commands import BRIDGE_COMMANDS, add_bridge_commands, run_bridge_command
 from repo_sandbox.config.loader import ConfigError, load_settings
 from repo_sandbox.config.model import Settings
 
-COMMANDS = ("serve", "tools", "call", "check-config", "audit")
+COMMANDS = ("serve", "tools", "call", "check-config", "audit", *BRIDGE_COMMANDS)
 
 EPILOG = """examples:
   repo-sandbox --root /path/to/repo                 serve the repository over stdio (for MCP clients)
@@ -24,6 +25,10 @@ EPILOG = """examples:
   repo-sandbox check-config config.toml             validate a config file and print the effective policy
   repo-sandbox audit tail audit.jsonl -n 50         the last audit events, one line each
   repo-sandbox audit stats audit.jsonl.1 audit.jsonl  calls per tool, errors by code, slowest calls
+
+  repo-sandbox openai-tools                         print the tools as OpenAI function-calling definitions
+  repo-sandbox ask "Where is main?" --root . --base-url http://127.0.0.1:8000/v1 --model M
+                                                    let an OpenAI-compatible model answer, using the tools
 
 Claude Desktop / any MCP client:
   {"command": "repo-sandbox", "args": ["--root", "/path/to/repo"]}
@@ -71,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("files", nargs="+", metavar="FILE", help="audit files, oldest first")
     stats.add_argument("--slowest", type=int, default=10, help="how many of the slowest calls to list (default 10)")
     stats.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    add_bridge_commands(sub, _add_policy_flags)
     return parser
 
 
@@ -158,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings = load_settings(args.file)
             print(json.dumps(settings.model_dump(mode="json"), indent=2))
             return 0
+        if args.command in BRIDGE_COMMANDS:
+            return run_bridge_command(args)
         settings = _settings(args, args.config)
         if args.command == "call":
             return _call(settings, args.tool, args.arguments)

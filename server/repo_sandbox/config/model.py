@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 DEFAULT_DENY: Final[tuple[str, ...]] = (
     ".git/",
@@ -150,6 +150,33 @@ class BudgetConfig(_Section):
     """When less output budget than this is left, search_text answers with file names only and says so."""
 
 
+class BridgeConfig(_Section):
+    """The OpenAI function-calling bridge (`repo-sandbox ask`, `repo_sandbox.bridge`): which chat endpoint to use."""
+
+    base_url: str = "https://api.openai.com/v1"
+    """Base URL of an OpenAI-compatible API; requests go to `<base_url>/chat/completions`."""
+    model: str = ""
+    """Model name sent with every request (required by `ask`: here, REPO_SANDBOX_BRIDGE_MODEL or --model)."""
+    api_key: SecretStr = SecretStr("")
+    """API key. Prefer the env var REPO_SANDBOX_BRIDGE_API_KEY to a file; never printed (check-config masks it)."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Env var read for the API key when `api_key` is empty; no key at all sends no Authorization header."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Time limit of one HTTP request (reading a slow model's answer included)."""
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    """Time limit for connecting to the endpoint."""
+    max_retries: int = Field(default=4, ge=0, le=20)
+    """Retries of one request after a 408/409/429/5xx answer or a connection error (exponential backoff, jitter)."""
+    retry_initial_s: float = Field(default=0.5, ge=0)
+    """First backoff wait; each retry doubles it (minus up to 25 % jitter)."""
+    retry_max_s: float = Field(default=30.0, ge=0)
+    """Longest wait before a retry; a longer Retry-After from the server ends the retries at once."""
+    max_rounds: int = Field(default=10, ge=1, le=1000)
+    """Most chat requests of one tool loop; a model still calling tools after them ends with max_rounds_exceeded."""
+    tool_choice: Literal["auto", "required", "none"] = "auto"
+    """The `tool_choice` sent with the tools."""
+
+
 class Settings(_Section):
     """The whole effective policy."""
 
@@ -157,6 +184,6 @@ class Settings(_Section):
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
-
     guard: GuardConfig = Field(default_factory=GuardConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    bridge: BridgeConfig = Field(default_factory=BridgeConfig)

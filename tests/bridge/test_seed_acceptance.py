@@ -1,0 +1,175 @@
+"""The seed document's acceptance examples (001, §9), each made by a scripted model through the bridge.
+
+The model's call goes over HTTP to the bridge, runs through the server's pipeline, and the result (or the
+graded error) comes back to the model as the tool message; these tests read it from the next request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fake_openai import ScriptedChatServer, answer, tool_calls
+
+from conftest import ClientFactory
+from repo_sandbox.bridge.loop import run_tool_loop
+from repo_sandbox.bridge.openai import openai_tools
+from repo_sandbox.config.model import Settings
+from repo_sandbox.tools.registry import TOOLS_BY_NAME
+from repo_sandbox.workspace import Workspace
+
+pytestmark = pytest.mark.anyio
+
+QUESTION = [{"role": "user", "content": "Analyse this project."}]
+
+
+async def call_through_bridge(
+    server: ScriptedChatServer, client_factory: ClientFactory, workspace: Workspace, tool: str, arguments: Any
+) -> Any:
+    """The model calls `tool` once, then answers; returns what the tool message told the model."""
+    server.add(tool_calls(("seed", tool, arguments)), answer("Done."))
+    async with client_factory() as client:
+        with anyio.fail_after(60):
+            transcript = await run_tool_loop(QUESTION, client=client, workspace=workspace)
+    assert transcript.answer == "Done."
+    message = server.bodies[1]["messages"][-1]
+    assert message["role"] == "tool" and message["tool_call_id"] == "seed"
+    return json.loads(message["content"])
+
+
+# 9.1 functional ---------------------------------------------------------------------------------
+
+
+async def test_search_files_go_glob_lists_every_go_file(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace
+) -> None:
+    result = await call_through_bridge(chat_server, make_client, go_workspace, "search_files", {"pattern": "**/*.go"})
+    assert result["files"] == ["cmd/tool/main.go", "internal/repo/repo.go", "main.go"]
+    assert result["total"] == 3 and result["truncated"] is False
+
+
+async def test_read_file_readme_returns_its_content(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace
+) -> None:
+    result = await call_through_bridge(chat_server, make_client, go_workspace, "read_file", {"path": "README.md"})
+    assert result["content"] == "     1\t# Demo\n     2\t\n     3\tA small Go service.\n"
+    assert result["total_lines"] == 3
+
+
+async def test_search_text_func_main_in_go_files_returns_paths_and_lines(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace
+) -> None:
+    arguments = {"pattern": "func main", "glob": "*.go"}
+    result = await call_through_bridge(chat_server, make_client, go_workspace, "search_text", arguments)
+    assert [(m["path"], m["line"], m["text"]) for m in result["matches"]] == [
+        ("cmd/tool/main.go", 3, "func main() {"),
+        ("main.go", 5, "func main() {"),
+    ]
+
+
+async def test_count_lines_of_go_files_returns_the_total(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace
+) -> None:
+    arguments = {"path": ".", "pattern": "*.go"}
+    result = await call_through_bridge(chat_server, make_client, go_workspace, "count_lines", arguments)
+    assert result["total_lines"] == 19 and result["files"] == 3
+    assert result["by_extension"] == [{"extension": ".go", "files": 3, "lines": 19}]
+
+
+# 9.2 security -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("/etc/passwd", "path_outside_root"),
+        ("../../etc/passwd", "path_outside_root"),
+        (".env", "path_denied"),
+    ],
+)
+async def test_reading_outside_the_root_or_a_secret_is_a_permission_error_fed_back(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace, path: str, code: str
+) -> None:
+    result = await call_through_bridge(chat_server, make_client, go_workspace, "read_file", {"path": path})
+    assert result["error"]["code"] == code
+    assert result["error"]["category"] == "permission_denied" and result["error"]["retryable"] is False
+    assert "root:" not in json.dumps(result) and "sk-should-never-leak" not in json.dumps(result)
+
+
+async def test_a_file_over_1_mib_is_refused_when_the_limit_is_1_mib(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_repo: Path, make_settings: Callable[..., Settings]
+) -> None:
+    (go_repo / "big.txt").write_text(("x" * 99 + "\n") * 11_000, encoding="utf-8")  # 1.1 MB
+    workspace = Workspace(make_settings(go_repo, limits={"max_file_bytes": 1024 * 1024}))
+    try:
+        result = await call_through_bridge(chat_server, make_client, workspace, "read_file", {"path": "big.txt"})
+    finally:
+        workspace.close()
+    assert result["error"]["code"] == "file_too_large"
+
+
+# execute_bash: registered by another branch (issue 3). These run against the registry as it is: until
+# execute_bash is registered they assert that it is absent and graded as an unknown tool (they do not pass
+# silently); once it is registered they assert the seed's expectation.
+
+EXECUTE_BASH_REGISTERED = "execute_bash" in TOOLS_BY_NAME
+
+
+def assert_unknown_execute_bash(result: Any) -> None:
+    assert "execute_bash" not in [tool["function"]["name"] for tool in openai_tools()]
+    assert result["error"]["code"] == "invalid_arguments"
+    assert result["error"]["message"] == "Unknown tool 'execute_bash'."
+
+
+async def test_execute_bash_echo_hello_returns_hello(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace
+) -> None:
+    arguments = {"command": "echo hello"}
+    result = await call_through_bridge(chat_server, make_client, go_workspace, "execute_bash", arguments)
+    if not EXECUTE_BASH_REGISTERED:
+        assert_unknown_execute_bash(result)
+        return
+    assert "execute_bash" in [tool["function"]["name"] for tool in openai_tools()]
+    assert result["exit_code"] == 0 and result["stdout"] == "hello\n"
+
+
+@pytest.mark.parametrize("command", ["rm -rf /", "rm -rf .", "echo hi > /tmp/x", "ls; rm -rf /", "sh -c 'rm -rf /'"])
+async def test_execute_bash_rm_rf_is_refused_and_fed_back(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace, command: str
+) -> None:
+    result = await call_through_bridge(chat_server, make_client, go_workspace, "execute_bash", {"command": command})
+    if not EXECUTE_BASH_REGISTERED:
+        assert_unknown_execute_bash(result)
+        return
+    assert result["error"]["category"] in {"permission_denied", "invalid_argument"}
+    assert result["error"]["code"] in {"command_not_allowed", "argument_not_allowed", "command_parse_error"}
+    assert await anyio.Path(go_workspace.root, "main.go").exists()  # nothing was removed
+
+
+# 9.3 protocol: a multi-round conversation keeps its context (the seed's scenario 3) ----------------
+
+
+async def test_scenario_find_the_repository_interface_then_read_it(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace
+) -> None:
+    chat_server.add(
+        tool_calls(("s1", "search_text", {"pattern": "type.*Repository.*interface", "glob": "*.go"})),
+        tool_calls(("s2", "read_file", {"path": "internal/repo/repo.go", "line_numbers": False})),
+        answer("UserRepository is defined in internal/repo/repo.go."),
+    )
+    async with make_client() as client:
+        with anyio.fail_after(60):
+            transcript = await run_tool_loop(QUESTION, client=client, workspace=go_workspace)
+    assert transcript.answer == "UserRepository is defined in internal/repo/repo.go."
+    first, second, third = chat_server.bodies
+    assert len(second["messages"]) == len(first["messages"]) + 2
+    assert third["messages"][: len(second["messages"])] == second["messages"]  # the context is kept
+    found = json.loads(second["messages"][-1]["content"])
+    assert [m["path"] for m in found["matches"]] == ["internal/repo/repo.go"]
+    read = json.loads(third["messages"][-1]["content"])
+    assert read["content"].startswith("package repo\n")
+    assert [r.name for r in transcript.tool_calls] == ["search_text", "read_file"]
