@@ -6,6 +6,8 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from repo_sandbox.config.exec_model import ExecConfig
+
 DEFAULT_DENY: Final[tuple[str, ...]] = (
     ".git/",
     ".env*",
@@ -105,3 +107,4 @@ class Settings(_Section):
     server: ServerConfig = Field(default_factory=ServerConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    exec: ExecConfig = Field(default_factory=ExecConfig)
