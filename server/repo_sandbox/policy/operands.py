@@ -18,9 +18,10 @@ class JailPaths:
         self.cwd = cwd
 
     def _join(self, path: str, *, from_top: bool = False) -> str:
-        if path.startswith("/"):
+        base = "." if from_top else self.cwd
+        if path.startswith("/") or (base == "." and path):
             return path
-        return posixpath.join("." if from_top else self.cwd, path) if path else (self.cwd or ".")
+        return posixpath.join(base, path) if path else base
 
     def __call__(self, path: str) -> None:
         rel = self.jail.normalize(self._join(path), field="command")

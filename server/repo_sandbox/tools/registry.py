@@ -8,7 +8,7 @@ from typing import Any, Final, Union
 
 from pydantic import BaseModel, TypeAdapter
 
-from repo_sandbox.tools import count_lines, read_file, search_files, search_text
+from repo_sandbox.tools import count_lines, execute_bash, read_file, search_files, search_text
 from repo_sandbox.tools._results import ToolFailure
 
 ToolBody = Callable[..., Any]
@@ -77,6 +77,18 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         args_model=count_lines.CountLinesArgs,
         result_models=(count_lines.CountLinesResult,),
         body=count_lines.count_lines,
+    ),
+    ToolSpec(
+        name="execute_bash",
+        title="Run a read-only command",
+        description=execute_bash.DESCRIPTION,
+        args_model=execute_bash.ExecuteBashArgs,
+        result_models=(execute_bash.ExecuteBashResult,),
+        body=execute_bash.execute_bash,
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+        open_world=False,
     ),
 )
 
