@@ -14,6 +14,7 @@ packages (and any PYTHON* variable) out. It:
 Exit 125 means the launcher itself failed (its message is on stderr); 127 means the program was not found.
 """
 
+import contextlib
 import ctypes
 import json
 import os
@@ -37,22 +38,74 @@ ACCESS = {
     "r": FS_READ_FILE | FS_READ_DIR,
     "rx": FS_READ_FILE | FS_READ_DIR | FS_EXECUTE,
     "dev": FS_READ_FILE | FS_WRITE_FILE | (1 << 14),
-    "rw": FS_READ_FILE | FS_READ_DIR | FS_WRITE_FILE | (1 << 4) | (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9)
-    | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 14),
+    "rw": FS_READ_FILE
+    | FS_READ_DIR
+    | FS_WRITE_FILE
+    | (1 << 4)
+    | (1 << 5)
+    | (1 << 7)
+    | (1 << 8)
+    | (1 << 9)
+    | (1 << 10)
+    | (1 << 12)
+    | (1 << 13)
+    | (1 << 14),
 }
 BLOCKED = {
-    "x86_64": (0xC000003E, {"socket": 41, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-                            "bpf": 321, "perf_event_open": 298, "unshare": 272, "setns": 308, "mount": 165,
-                            "umount2": 166, "pivot_root": 155, "chroot": 161, "keyctl": 250, "add_key": 248,
-                            "request_key": 249, "userfaultfd": 323, "init_module": 175, "finit_module": 313,
-                            "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320,
-                            "open_by_handle_at": 304}),
-    "aarch64": (0xC00000B7, {"socket": 198, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-                             "bpf": 280, "perf_event_open": 241, "unshare": 97, "setns": 268, "mount": 40,
-                             "umount2": 39, "pivot_root": 41, "chroot": 51, "keyctl": 219, "add_key": 217,
-                             "request_key": 218, "userfaultfd": 282, "init_module": 105, "finit_module": 273,
-                             "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
-                             "open_by_handle_at": 265}),
+    "x86_64": (
+        0xC000003E,
+        {
+            "socket": 41,
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "unshare": 272,
+            "setns": 308,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "chroot": 161,
+            "keyctl": 250,
+            "add_key": 248,
+            "request_key": 249,
+            "userfaultfd": 323,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "open_by_handle_at": 304,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "socket": 198,
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "unshare": 97,
+            "setns": 268,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "chroot": 51,
+            "keyctl": 219,
+            "add_key": 217,
+            "request_key": 218,
+            "userfaultfd": 282,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "open_by_handle_at": 265,
+        },
+    ),
 }
 GENERIC_BLOCKED = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
                    "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
@@ -74,7 +127,9 @@ def prctl(option, arg):
 
 
 def sys_call(number, *args):
-    return libc.syscall(ctypes.c_long(number), *(a if isinstance(a, ctypes.c_char_p) else ctypes.c_long(a) for a in args))
+    return libc.syscall(
+        ctypes.c_long(number), *(a if isinstance(a, ctypes.c_char_p) else ctypes.c_long(a) for a in args)
+    )
 
 
 def landlock_abi():
@@ -178,10 +233,8 @@ def kill_all():
     """SIGKILL and reap every descendant, including re-parented orphans, until none is left."""
     while True:
         for pid in descendants():
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         try:
             while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass

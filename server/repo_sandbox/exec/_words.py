@@ -199,7 +199,7 @@ def _dollar(source: str, i: int, builder: _Builder) -> int:
     if following == "'":
         return _ansi_c(source, i + 2, builder)
     if following == '"':
-        raise CommandNotAllowedError("Locale strings ($\"...\") are not allowed.", construct="locale string")
+        raise CommandNotAllowedError('Locale strings ($"...") are not allowed.', construct="locale string")
     if following and _starts_expansion(following):
         raise _expansion_error(following)
     builder.add("$", quoted=True)  # a lone '$' is literal, as in bash
@@ -285,6 +285,8 @@ def _has_brace_expansion(word: Word) -> bool:
                         return True
                     break
                 depth -= 1
-            elif depth == 0 and (inner == "," or (inner == "." and pos + 1 < len(chars) and chars[pos + 1] == (".", False))):
+            elif depth == 0 and (
+                inner == "," or (inner == "." and pos + 1 < len(chars) and chars[pos + 1] == (".", False))
+            ):
                 separator = True
     return False

@@ -265,11 +265,13 @@ def _probe_one(backend: Backend, network: bool) -> str:
 def probe(requested: str, *, network: bool = False) -> SandboxInfo:
     """Find the backend to use. `auto` tries bwrap, bwrap-noproc, landlock, then falls back to none (loudly)."""
     tried: dict[str, str] = {}
-    candidates = [Backend.BWRAP, Backend.BWRAP_NOPROC, Backend.LANDLOCK] if requested == "auto" else [Backend(requested)]
+    candidates = (
+        [Backend.BWRAP, Backend.BWRAP_NOPROC, Backend.LANDLOCK] if requested == "auto" else [Backend(requested)]
+    )
     for backend in candidates:
         if backend is Backend.NONE:
             tried[backend] = "ok"
-            logger.warning("execute_bash runs WITHOUT an OS sandbox (exec.sandbox = \"none\")")
+            logger.warning('execute_bash runs WITHOUT an OS sandbox (exec.sandbox = "none")')
             return SandboxInfo(backend, requested, tried)
         tried[backend] = _probe_one(backend, network)
         if tried[backend] == "ok":

@@ -113,7 +113,9 @@ class ExecService:
             processes=self.config.max_processes,
         )
 
-    def build(self, evaluation: Evaluation, cwd_rel: str, backend: Backend, tmp: str, tag: str, timeout_s: float) -> list[StageCommand]:
+    def build(
+        self, evaluation: Evaluation, cwd_rel: str, backend: Backend, tmp: str, tag: str, timeout_s: float
+    ) -> list[StageCommand]:
         """The sandboxed command of every stage. Blocking (scans the repository view, reads git config)."""
         view = self.views.current()
         if not view.complete:
@@ -166,10 +168,10 @@ class ExecService:
         return requested
 
     async def execute(
-        self, command: str, *, cwd: str, timeout: float | None, session_id: str, extras: dict[str, Any]
+        self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, extras: dict[str, Any]
     ) -> ExecOutcome:
         """Raises: SandboxError for every refusal; TimeoutExceededError carries the partial output."""
-        timeout_s = self.timeout_for(timeout)
+        timeout_s = self.timeout_for(timeout_s)
         evaluation, cwd_rel = await anyio.to_thread.run_sync(self.prepare, command, cwd)
         if evaluation.decision is Decision.ASK:
             await self.approve(command, evaluation, cwd_rel, extras)
@@ -177,15 +179,13 @@ class ExecService:
         if info.backend is None:
             raise SandboxFailedError(
                 f"The configured sandbox '{info.requested}' does not work on this server.",
-                hint="Ask the operator to install bubblewrap or choose exec.sandbox = \"auto\".",
+                hint='Ask the operator to install bubblewrap or choose exec.sandbox = "auto".',
                 tried=info.tried,
             )
         tmp = tempfile.mkdtemp(prefix="repo-sandbox-exec-")
         try:
             tag = f"{session_id}-{uuid.uuid4().hex[:12]}"
-            stages = await anyio.to_thread.run_sync(
-                self.build, evaluation, cwd_rel, info.backend, tmp, tag, timeout_s
-            )
+            stages = await anyio.to_thread.run_sync(self.build, evaluation, cwd_rel, info.backend, tmp, tag, timeout_s)
             result = await run_pipeline(
                 stages, timeout_s=timeout_s, stdout_cap=self._stdout_cap(), stderr_cap=self._stderr_cap(),
                 drain_limit=DRAIN_LIMIT,

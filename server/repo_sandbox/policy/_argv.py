@@ -41,7 +41,9 @@ class OptionTable:
     """`-20` is an option (head, tail, grep context)."""
 
     def long_names(self) -> list[str]:
-        return sorted(o for o in (*self.flags, *self.values, *self.optional, *self.pairs, *self.denied) if o.startswith("--"))
+        return sorted(
+            o for o in (*self.flags, *self.values, *self.optional, *self.pairs, *self.denied) if o.startswith("--")
+        )
 
 
 @dataclass(slots=True)
@@ -61,8 +63,8 @@ class ParsedArgs:
         return [value for name, value in self.options if name in names and value is not None]
 
 
-def refuse(program: str, option: str, reason: str, **details: object) -> Refused:
-    return Refused(deny_argument(program, option, reason, **details))
+def refuse(program: str, option: str, reason: str, *, rule: str | None = None) -> Refused:
+    return Refused(deny_argument(program, option, reason, rule=rule))
 
 
 def _unknown(program: str, table: OptionTable, option: str) -> Refused:

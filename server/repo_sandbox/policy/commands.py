@@ -186,10 +186,10 @@ def _validate_cached(key: str, config: ExecConfig) -> None:
     if redefined:
         raise ValueError(f"rules: {', '.join(redefined)} have built-in rules and cannot be redefined")
     known = set(builtins) | set(config.rules)
-    for key in ("allow", "ask"):
-        unknown = sorted(set(getattr(config, key)) - known)
+    for list_name in ("allow", "ask"):
+        unknown = sorted(set(getattr(config, list_name)) - known)
         if unknown:
-            raise ValueError(f"{key}: no rule for {', '.join(unknown)} (add one under [exec.rules.NAME])")
+            raise ValueError(f"{list_name}: no rule for {', '.join(unknown)} (add one under [exec.rules.NAME])")
     both = sorted(set(config.allow) & set(config.ask))
     if both:
         raise ValueError(f"allow and ask both list {', '.join(both)}")

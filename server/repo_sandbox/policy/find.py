@@ -18,15 +18,21 @@ from repo_sandbox.policy._argv import refuse
 from repo_sandbox.policy.programs import EXECS, FOLLOWS, READS_OUTSIDE, WRITES, PathChecker, StagePlan
 
 OPERATORS: Final = frozenset({"(", ")", "!", ",", "-not", "-a", "-and", "-o", "-or"})
-NO_VALUE: Final = frozenset(
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+NO_VALUE: Final = _names(
     "-print -print0 -ls -prune -quit -true -false -empty -readable -writable -executable -nouser -nogroup "
     "-depth -d -mount -xdev -noleaf -daystart -ignore_readdir_race -noignore_readdir_race -help --help "
-    "-version --version".split()
+    "-version --version"
 )
-ONE_VALUE: Final = frozenset(
+ONE_VALUE: Final = _names(
     "-name -iname -path -ipath -wholename -iwholename -lname -ilname -regex -iregex -regextype -type -xtype "
     "-size -mtime -mmin -atime -amin -ctime -cmin -perm -maxdepth -mindepth -user -group -uid -gid -links "
-    "-inum -used -printf -fstype".split()
+    "-inum -used -printf -fstype"
 )
 PATH_VALUE: Final = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
 _NEWER_XY: Final = re.compile(r"-newer([aBcm])([aBcmt])")
@@ -96,6 +102,4 @@ class FindRule:
             if word in PATH_VALUE or (newer and newer.group(2) != "t"):
                 paths(args[i + 1])
             return i + 2
-        raise refuse(
-            "find", word, f"find primary {word} is not in the allowlist.", rule="find: primaries allowlist"
-        )
+        raise refuse("find", word, f"find primary {word} is not in the allowlist.", rule="find: primaries allowlist")

@@ -129,127 +129,213 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
     for sub in (
         Subcommand("log", _log_options(), _DIFF_FORCED, excludes=True),
         Subcommand("show", _log_options(), _DIFF_FORCED, excludes=True),
-        Subcommand("diff", _log_options("--cached --staged --merge-base -1 -2 -3 --base --ours --theirs"),
-                   _DIFF_FORCED, excludes=True),
-        Subcommand("shortlog", _log_options("-s -e -w --summary --numbered --email --committer", "--group"),
-                   excludes=True),
-        Subcommand("rev-list", _log_options("--timestamp --header --no-object-names --in-commit-order"),
-                   excludes=True),
+        Subcommand(
+            "diff",
+            _log_options("--cached --staged --merge-base -1 -2 -3 --base --ours --theirs"),
+            _DIFF_FORCED,
+            excludes=True,
+        ),
+        Subcommand(
+            "shortlog", _log_options("-s -e -w --summary --numbered --email --committer", "--group"), excludes=True
+        ),
+        Subcommand("rev-list", _log_options("--timestamp --header --no-object-names --in-commit-order"), excludes=True),
         Subcommand(
             "status",
-            table("-v -s -b -z --verbose --short --branch --show-stash --ahead-behind --no-ahead-behind --long "
-                  "--null --no-renames --renames --no-column",
-                  optional="-u -M --porcelain --untracked-files --ignored --ignore-submodules --column "
-                  "--find-renames"),
+            table(
+                "-v -s -b -z --verbose --short --branch --show-stash --ahead-behind --no-ahead-behind --long "
+                "--null --no-renames --renames --no-column",
+                optional="-u -M --porcelain --untracked-files --ignored --ignore-submodules --column --find-renames",
+            ),
             operands="paths",
             excludes=True,
         ),
         Subcommand(
             "blame",
-            table("-b -f -n -p -c -t -l -s -e -w --root --show-stats --show-name --show-number --porcelain "
-                  "--line-porcelain --incremental --show-email --minimal --color-lines --color-by-age "
-                  "--score-debug --first-parent --no-textconv",
-                  "-L --ignore-rev --date --encoding --reverse",
-                  "-C -M --abbrev",
-                  denied={"--contents": READS_OUTSIDE, "-S": READS_OUTSIDE, "--ignore-revs-file": READS_OUTSIDE,
-                          "--textconv": EXECS}),
+            table(
+                "-b -f -n -p -c -t -l -s -e -w --root --show-stats --show-name --show-number --porcelain "
+                "--line-porcelain --incremental --show-email --minimal --color-lines --color-by-age "
+                "--score-debug --first-parent --no-textconv",
+                "-L --ignore-rev --date --encoding --reverse",
+                "-C -M --abbrev",
+                denied={
+                    "--contents": READS_OUTSIDE,
+                    "-S": READS_OUTSIDE,
+                    "--ignore-revs-file": READS_OUTSIDE,
+                    "--textconv": EXECS,
+                },
+            ),
             ("--no-textconv",),
         ),
         Subcommand(
             "grep",
-            table("-i -I -w -v -h -H -E -G -F -n -l -L -z -o -c -p -W -q -r -a --ignore-case --word-regexp "
-                  "--invert-match --full-name --extended-regexp --basic-regexp --fixed-strings --line-number "
-                  "--column --files-with-matches --name-only --files-without-match --null --only-matching --count "
-                  "--no-color --break --heading --show-function --function-context --and --or --not --all-match "
-                  "--quiet --cached --untracked --recursive --no-recursive --exclude-standard "
-                  "--no-exclude-standard --text --no-textconv --recurse-submodules",
-                  "-e -A -B -C -m --context --after-context --before-context --threads --max-depth --max-count",
-                  "--color",
-                  denied={"-O": EXECS, "--open-files-in-pager": EXECS, "-f": READS_OUTSIDE,
-                          "--no-index": "it searches outside git's view", "--textconv": EXECS,
-                          "-P": "Perl regexes can backtrack catastrophically",
-                          "--perl-regexp": "Perl regexes can backtrack catastrophically"},
-                  numeric=True),
+            table(
+                "-i -I -w -v -h -H -E -G -F -n -l -L -z -o -c -p -W -q -r -a --ignore-case --word-regexp "
+                "--invert-match --full-name --extended-regexp --basic-regexp --fixed-strings --line-number "
+                "--column --files-with-matches --name-only --files-without-match --null --only-matching --count "
+                "--no-color --break --heading --show-function --function-context --and --or --not --all-match "
+                "--quiet --cached --untracked --recursive --no-recursive --exclude-standard "
+                "--no-exclude-standard --text --no-textconv --recurse-submodules",
+                "-e -A -B -C -m --context --after-context --before-context --threads --max-depth --max-count",
+                "--color",
+                denied={
+                    "-O": EXECS,
+                    "--open-files-in-pager": EXECS,
+                    "-f": READS_OUTSIDE,
+                    "--no-index": "it searches outside git's view",
+                    "--textconv": EXECS,
+                    "-P": "Perl regexes can backtrack catastrophically",
+                    "--perl-regexp": "Perl regexes can backtrack catastrophically",
+                },
+                numeric=True,
+            ),
             ("--no-textconv",),
             operands="pattern+revs+paths",
             excludes=True,
         ),
         Subcommand(
             "ls-files",
-            table("-c -d -m -o -i -s -u -k -z -t -v -f --cached --deleted --modified --others --ignored --stage "
-                  "--unmerged --killed --directory --no-empty-directory --eol --full-name --recurse-submodules "
-                  "--debug --deduplicate --exclude-standard --error-unmatch --sparse",
-                  "-x --exclude --exclude-per-directory --with-tree --format",
-                  "--abbrev",
-                  denied={"-X": READS_OUTSIDE, "--exclude-from": READS_OUTSIDE}),
+            table(
+                "-c -d -m -o -i -s -u -k -z -t -v -f --cached --deleted --modified --others --ignored --stage "
+                "--unmerged --killed --directory --no-empty-directory --eol --full-name --recurse-submodules "
+                "--debug --deduplicate --exclude-standard --error-unmatch --sparse",
+                "-x --exclude --exclude-per-directory --with-tree --format",
+                "--abbrev",
+                denied={"-X": READS_OUTSIDE, "--exclude-from": READS_OUTSIDE},
+            ),
             operands="paths",
             excludes=True,
         ),
         Subcommand(
             "rev-parse",
-            table("-q --verify --quiet --symbolic --symbolic-full-name --show-toplevel --show-prefix --show-cdup "
-                  "--git-dir --absolute-git-dir --git-common-dir --is-inside-work-tree --is-inside-git-dir "
-                  "--is-bare-repository --is-shallow-repository --all --revs-only --no-revs --flags --no-flags "
-                  "--sq --not --local-env-vars --show-ref-format",
-                  "--glob --since --after --until --before --default --git-path --path-format --prefix",
-                  "--abbrev-ref --short --branches --tags --remotes --show-object-format",
-                  denied={"--resolve-git-dir": READS_OUTSIDE, "--parseopt": "it reads standard input",
-                          "--sq-quote": "not needed"}),
+            table(
+                "-q --verify --quiet --symbolic --symbolic-full-name --show-toplevel --show-prefix --show-cdup "
+                "--git-dir --absolute-git-dir --git-common-dir --is-inside-work-tree --is-inside-git-dir "
+                "--is-bare-repository --is-shallow-repository --all --revs-only --no-revs --flags --no-flags "
+                "--sq --not --local-env-vars --show-ref-format",
+                "--glob --since --after --until --before --default --git-path --path-format --prefix",
+                "--abbrev-ref --short --branches --tags --remotes --show-object-format",
+                denied={
+                    "--resolve-git-dir": READS_OUTSIDE,
+                    "--parseopt": "it reads standard input",
+                    "--sq-quote": "not needed",
+                },
+            ),
         ),
         Subcommand(
             "describe",
-            table("--all --tags --contains --exact-match --debug --long --always --first-parent",
-                  "--abbrev --candidates --match --exclude", "--dirty --broken"),
+            table(
+                "--all --tags --contains --exact-match --debug --long --always --first-parent",
+                "--abbrev --candidates --match --exclude",
+                "--dirty --broken",
+            ),
         ),
         Subcommand(
             "show-ref",
-            table("-d -s -q --head --tags --branches --heads --dereference --verify --quiet --exists",
-                  optional="--hash --abbrev", denied={"--exclude-existing": "it reads standard input"}),
+            table(
+                "-d -s -q --head --tags --branches --heads --dereference --verify --quiet --exists",
+                optional="--hash --abbrev",
+                denied={"--exclude-existing": "it reads standard input"},
+            ),
         ),
         Subcommand("merge-base", table("-a --all --octopus --independent --is-ancestor --fork-point")),
         Subcommand("name-rev", table("--tags --all --name-only --no-undefined --always", "--refs --exclude")),
         Subcommand("count-objects", table("-v -H --verbose --human-readable"), operands="none"),
         Subcommand(
             "branch",
-            table("-l -a -r -v -i --list --all --remotes --verbose --no-color --show-current --no-abbrev "
-                  "--ignore-case --omit-empty --no-column",
-                  "--points-at --sort --format --abbrev",
-                  "--color --contains --no-contains --merged --no-merged --column"),
+            table(
+                "-l -a -r -v -i --list --all --remotes --verbose --no-color --show-current --no-abbrev "
+                "--ignore-case --omit-empty --no-column",
+                "--points-at --sort --format --abbrev",
+                "--color --contains --no-contains --merged --no-merged --column",
+            ),
             operands="names",
             check=_listing_only("branch"),
         ),
         Subcommand(
             "tag",
-            table("-l -i --list --ignore-case --omit-empty --no-column",
-                  "--sort --format",
-                  "-n --contains --no-contains --merged --no-merged --points-at --color --column",
-                  denied={"-v": "it runs gpg", "--verify": "it runs gpg"}),
+            table(
+                "-l -i --list --ignore-case --omit-empty --no-column",
+                "--sort --format",
+                "-n --contains --no-contains --merged --no-merged --points-at --color --column",
+                denied={"-v": "it runs gpg", "--verify": "it runs gpg"},
+            ),
             operands="names",
             check=_listing_only("tag"),
         ),
-        Subcommand("cat-file", table("-p -t -s -e --allow-unknown-type",
-                                     denied={"--filters": EXECS, "--textconv": EXECS, "--batch": "use -p",
-                                             "--batch-check": "use -t", "--batch-command": "use -p"}),
-                   check=_cat_file_check),
-        Subcommand("stash list", table("--oneline --abbrev-commit --no-abbrev-commit --relative-date --reverse",
-                                       "-n --max-count --format --date --skip --since --until --grep --author",
-                                       "--pretty --decorate", numeric=True), operands="none"),
+        Subcommand(
+            "cat-file",
+            table(
+                "-p -t -s -e --allow-unknown-type",
+                denied={
+                    "--filters": EXECS,
+                    "--textconv": EXECS,
+                    "--batch": "use -p",
+                    "--batch-check": "use -t",
+                    "--batch-command": "use -p",
+                },
+            ),
+            check=_cat_file_check,
+        ),
+        Subcommand(
+            "stash list",
+            table(
+                "--oneline --abbrev-commit --no-abbrev-commit --relative-date --reverse",
+                "-n --max-count --format --date --skip --since --until --grep --author",
+                "--pretty --decorate",
+                numeric=True,
+            ),
+            operands="none",
+        ),
     )
 }
 
 DENIED_SUBCOMMANDS: Final = {
     "config": "it reads and writes configuration files (e.g. --file outside the repository)",
-    "clone": "network access", "fetch": "network access", "pull": "network access", "push": "network access",
-    "ls-remote": "network access", "submodule": "network access and writes", "remote": "network configuration",
-    "archive": "it can run remote commands and write files", "format-patch": WRITES, "am": WRITES,
-    "apply": WRITES, "difftool": EXECS, "mergetool": EXECS, "bisect": WRITES, "rebase": WRITES,
-    "filter-branch": EXECS, "send-email": "network access", "help": "it runs a pager or browser",
-    "gc": WRITES, "maintenance": WRITES, "ls-tree": "it lists files hidden by the deny-list; use git ls-files",
-    "commit": WRITES, "add": WRITES, "rm": WRITES, "mv": WRITES, "checkout": WRITES, "switch": WRITES,
-    "restore": WRITES, "reset": WRITES, "merge": WRITES, "cherry-pick": WRITES, "revert": WRITES,
-    "init": WRITES, "worktree": WRITES, "notes": WRITES, "replace": WRITES, "update-ref": WRITES,
-    "update-index": WRITES, "hook": EXECS, "var": "it reveals configured programs", "daemon": "network access",
-    "instaweb": "network access", "web--browse": EXECS, "upload-pack": EXECS, "receive-pack": EXECS,
+    "clone": "network access",
+    "fetch": "network access",
+    "pull": "network access",
+    "push": "network access",
+    "ls-remote": "network access",
+    "submodule": "network access and writes",
+    "remote": "network configuration",
+    "archive": "it can run remote commands and write files",
+    "format-patch": WRITES,
+    "am": WRITES,
+    "apply": WRITES,
+    "difftool": EXECS,
+    "mergetool": EXECS,
+    "bisect": WRITES,
+    "rebase": WRITES,
+    "filter-branch": EXECS,
+    "send-email": "network access",
+    "help": "it runs a pager or browser",
+    "gc": WRITES,
+    "maintenance": WRITES,
+    "ls-tree": "it lists files hidden by the deny-list; use git ls-files",
+    "commit": WRITES,
+    "add": WRITES,
+    "rm": WRITES,
+    "mv": WRITES,
+    "checkout": WRITES,
+    "switch": WRITES,
+    "restore": WRITES,
+    "reset": WRITES,
+    "merge": WRITES,
+    "cherry-pick": WRITES,
+    "revert": WRITES,
+    "init": WRITES,
+    "worktree": WRITES,
+    "notes": WRITES,
+    "replace": WRITES,
+    "update-ref": WRITES,
+    "update-index": WRITES,
+    "hook": EXECS,
+    "var": "it reveals configured programs",
+    "daemon": "network access",
+    "instaweb": "network access",
+    "web--browse": EXECS,
+    "upload-pack": EXECS,
+    "receive-pack": EXECS,
 }
 
 

@@ -57,10 +57,14 @@ class StagePlan:
 class ProgramRule(Protocol):
     """Anything that can judge one stage of a command."""
 
-    name: str
-    summary: str
-    allow_examples: tuple[str, ...]
-    deny_examples: tuple[str, ...]
+    @property
+    def name(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def allow_examples(self) -> tuple[str, ...]: ...
+    @property
+    def deny_examples(self) -> tuple[str, ...]: ...
 
     def evaluate(self, args: Sequence[str], paths: PathChecker) -> StagePlan: ...
 
@@ -137,8 +141,10 @@ _GREP_DENIED: Final = {
 BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
     ProgramSpec(
         "cat",
-        table("-A -b -e -E -n -s -t -T -u -v --show-all --number-nonblank --show-ends --number --squeeze-blank "
-              "--show-tabs --show-nonprinting"),
+        table(
+            "-A -b -e -E -n -s -t -T -u -v --show-all --number-nonblank --show-ends --number --squeeze-blank "
+            "--show-tabs --show-nonprinting"
+        ),
         summary="print files",
         allow_examples=("cat -n README.md", "cat -A src/a.py src/b.py"),
         deny_examples=("cat --show-al x",),
@@ -155,8 +161,15 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
         table(
             "-q -v -z --quiet --silent --verbose --zero-terminated",
             "-n -c --lines --bytes",
-            denied={"-f": BLOCKS, "-F": BLOCKS, "--follow": BLOCKS, "--pid": BLOCKS, "--retry": BLOCKS,
-                    "-s": BLOCKS, "--sleep-interval": BLOCKS},
+            denied={
+                "-f": BLOCKS,
+                "-F": BLOCKS,
+                "--follow": BLOCKS,
+                "--pid": BLOCKS,
+                "--retry": BLOCKS,
+                "-s": BLOCKS,
+                "--sleep-interval": BLOCKS,
+            },
             numeric=True,
         ),
         summary="last lines of files (no follow mode)",
@@ -165,8 +178,11 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
     ),
     ProgramSpec(
         "wc",
-        table("-c -m -l -w -L --bytes --chars --lines --words --max-line-length", "--total",
-              denied={"--files0-from": READS_OUTSIDE}),
+        table(
+            "-c -m -l -w -L --bytes --chars --lines --words --max-line-length",
+            "--total",
+            denied={"--files0-from": READS_OUTSIDE},
+        ),
         summary="count lines, words, bytes",
         allow_examples=("wc -l README.md", "wc -lwc a b", "wc --total=only -l a"),
         deny_examples=("wc --files0-from=list", "wc --files0=list", "wc --files0-fr=x"),
@@ -182,8 +198,13 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
             "-w -T -I --width --tabsize --ignore --hide --sort --time --time-style --format --block-size "
             "--quoting-style --indicator-style",
             "--color --colour --hyperlink --classify",
-            denied={"-L": FOLLOWS, "--dereference": FOLLOWS, "-H": FOLLOWS, "--dereference-command-line": FOLLOWS,
-                    "--dereference-command-line-symlink-to-dir": FOLLOWS},
+            denied={
+                "-L": FOLLOWS,
+                "--dereference": FOLLOWS,
+                "-H": FOLLOWS,
+                "--dereference-command-line": FOLLOWS,
+                "--dereference-command-line-symlink-to-dir": FOLLOWS,
+            },
         ),
         summary="list directories",
         allow_examples=("ls -la", "ls -lR src", "ls --color=never -1 src", "ls -lhS"),
@@ -207,8 +228,16 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
         pattern_options=frozenset({"-e", "--regexp"}),
         summary="search text (no -R, -f, -P)",
         allow_examples=("grep -rn TODO src", "grep -e foo -e bar a.txt", "grep -C2 -i 'x y' a", "grep -5 x a"),
-        deny_examples=("grep -f /etc/passwd a", "grep -R x .", "grep -rR x", "grep --dereference x .",
-                       "grep --file=p a", "grep --fil=p a", "grep -P 'a+' a", "grep --exclude-fr=x a ."),
+        deny_examples=(
+            "grep -f /etc/passwd a",
+            "grep -R x .",
+            "grep -rR x",
+            "grep --dereference x .",
+            "grep --file=p a",
+            "grep --fil=p a",
+            "grep -P 'a+' a",
+            "grep --exclude-fr=x a .",
+        ),
     ),
     ProgramSpec(
         "rg",
@@ -223,11 +252,22 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
             "-t -T -g -e -m -A -B -C -d -M -j -r --type --type-not --glob --iglob --regexp --max-count "
             "--after-context --before-context --context --max-depth --max-filesize --sort --sortr --color "
             "--colors --max-columns --threads --replace",
-            denied={"--pre": EXECS, "--pre-glob": EXECS, "--hostname-bin": EXECS, "-z": EXECS,
-                    "--search-zip": EXECS, "-L": FOLLOWS, "--follow": FOLLOWS, "-f": READS_OUTSIDE,
-                    "--file": READS_OUTSIDE, "--ignore-file": READS_OUTSIDE, "-P": "PCRE2 can backtrack "
-                    "catastrophically", "--pcre2": "PCRE2 can backtrack catastrophically",
-                    "--engine": "only the default regex engine is allowed", "--no-config": "it is always set"},
+            denied={
+                "--pre": EXECS,
+                "--pre-glob": EXECS,
+                "--hostname-bin": EXECS,
+                "-z": EXECS,
+                "--search-zip": EXECS,
+                "-L": FOLLOWS,
+                "--follow": FOLLOWS,
+                "-f": READS_OUTSIDE,
+                "--file": READS_OUTSIDE,
+                "--ignore-file": READS_OUTSIDE,
+                "-P": "PCRE2 can backtrack catastrophically",
+                "--pcre2": "PCRE2 can backtrack catastrophically",
+                "--engine": "only the default regex engine is allowed",
+                "--no-config": "it is always set",
+            },
         ),
         operands="pattern+paths",
         pattern_options=frozenset({"-e", "--regexp"}),
@@ -242,28 +282,53 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
             "-n -E -r -s -z -u --quiet --silent --regexp-extended --separate --null-data --unbuffered --posix "
             "--debug --sandbox",
             "-e -l --expression --line-length",
-            denied={"-i": WRITES, "--in-place": WRITES, "-f": READS_OUTSIDE, "--file": READS_OUTSIDE,
-                    "--follow-symlinks": FOLLOWS},
+            denied={
+                "-i": WRITES,
+                "--in-place": WRITES,
+                "-f": READS_OUTSIDE,
+                "--file": READS_OUTSIDE,
+                "--follow-symlinks": FOLLOWS,
+            },
         ),
         operands="pattern+paths",
         pattern_options=frozenset({"-e", "--expression"}),
         forced=("--sandbox",),
         summary="stream editor (forced --sandbox: no e, r, w commands; no -i)",
         allow_examples=("sed -n '1,20p' README.md", "sed -e s/a/b/ -e 3q a.txt", "sed -nE '/x/p' a"),
-        deny_examples=("sed -i s/a/b/ a.txt", "sed -ni s/a/b/ a", "sed --in-place s/a/b/ a", "sed --in-pl s/a/b/ a",
-                       "sed -f script a", "sed -n -f s a"),
+        deny_examples=(
+            "sed -i s/a/b/ a.txt",
+            "sed -ni s/a/b/ a",
+            "sed --in-place s/a/b/ a",
+            "sed --in-pl s/a/b/ a",
+            "sed -f script a",
+            "sed -n -f s a",
+        ),
     ),
     ProgramSpec(
         "awk",
         table(
             "--sandbox --posix --traditional --characters-as-bytes --re-interval --lint --no-optimize --optimize",
             "-F -v --field-separator --assign",
-            denied={"-f": "it loads program files", "--file": "it loads program files", "-i": "it loads files",
-                    "--include": "it loads files", "-l": "it loads shared libraries", "--load": "it loads shared "
-                    "libraries", "-E": "it loads program files", "--exec": "it loads program files", "-e": "use "
-                    "the program text operand", "--source": "use the program text operand", "-o": WRITES,
-                    "--pretty-print": WRITES, "-p": WRITES, "--profile": WRITES, "-d": WRITES, "--dump-variables": WRITES,
-                    "-D": "the debugger reads commands", "--debug": "the debugger reads commands"},
+            denied={
+                "-f": "it loads program files",
+                "--file": "it loads program files",
+                "-i": "it loads files",
+                "--include": "it loads files",
+                "-l": "it loads shared libraries",
+                "--load": "it loads shared libraries",
+                "-E": "it loads program files",
+                "--exec": "it loads program files",
+                "-e": "use the program text operand",
+                "--source": "use the program text operand",
+                "-o": WRITES,
+                "--pretty-print": WRITES,
+                "-p": WRITES,
+                "--profile": WRITES,
+                "-d": WRITES,
+                "--dump-variables": WRITES,
+                "-D": "the debugger reads commands",
+                "--debug": "the debugger reads commands",
+            },
         ),
         operands="pattern+paths",
         binary="gawk",
@@ -281,19 +346,36 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
             "--debug",
             "-k -t -S --key --field-separator --buffer-size --parallel --sort",
             "--check",
-            denied={"-o": WRITES, "--output": WRITES, "-T": WRITES, "--temporary-directory": WRITES,
-                    "--compress-program": EXECS, "--random-source": READS_OUTSIDE, "--files0-from": READS_OUTSIDE},
+            denied={
+                "-o": WRITES,
+                "--output": WRITES,
+                "-T": WRITES,
+                "--temporary-directory": WRITES,
+                "--compress-program": EXECS,
+                "--random-source": READS_OUTSIDE,
+                "--files0-from": READS_OUTSIDE,
+            },
         ),
         summary="sort lines (no -o, -T, --compress-program)",
         allow_examples=("sort -u a.txt", "sort -t, -k2 -n a.csv", "sort -rn", "sort -k 1,1 a"),
-        deny_examples=("sort -o out a", "sort -uoout a", "sort --output=out a", "sort --outp=out a",
-                       "sort --compress-program=sh a", "sort --compress-prog=sh a", "sort -T /tmp a",
-                       "sort --files0-from=f"),
+        deny_examples=(
+            "sort -o out a",
+            "sort -uoout a",
+            "sort --output=out a",
+            "sort --outp=out a",
+            "sort --compress-program=sh a",
+            "sort --compress-prog=sh a",
+            "sort -T /tmp a",
+            "sort --files0-from=f",
+        ),
     ),
     ProgramSpec(
         "uniq",
-        table("-c -d -D -u -i -z --count --repeated --unique --ignore-case --zero-terminated",
-              "-f -s -w --skip-fields --skip-chars --check-chars", "--all-repeated --group"),
+        table(
+            "-c -d -D -u -i -z --count --repeated --unique --ignore-case --zero-terminated",
+            "-f -s -w --skip-fields --skip-chars --check-chars",
+            "--all-repeated --group",
+        ),
         max_operands=1,
         summary="collapse repeated lines (one input operand; a second would be an output file)",
         allow_examples=("uniq -c", "uniq -c a.txt", "uniq -f1 -s2 a"),
@@ -301,8 +383,10 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
     ),
     ProgramSpec(
         "cut",
-        table("-n -s -z --complement --only-delimited --zero-terminated",
-              "-b -c -f -d --bytes --characters --fields --delimiter --output-delimiter"),
+        table(
+            "-n -s -z --complement --only-delimited --zero-terminated",
+            "-b -c -f -d --bytes --characters --fields --delimiter --output-delimiter",
+        ),
         summary="select columns",
         allow_examples=("cut -d: -f1 a.txt", "cut -c1-10", "cut -f 2 --output-delimiter=, a"),
         deny_examples=("cut --field=1 a",),
@@ -318,9 +402,12 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
     ),
     ProgramSpec(
         "nl",
-        table("-p --no-renumber", "-b -d -f -h -i -l -n -s -v -w --body-numbering --section-delimiter "
-              "--footer-numbering --header-numbering --line-increment --join-blank-lines --number-format "
-              "--number-separator --starting-line-number --number-width"),
+        table(
+            "-p --no-renumber",
+            "-b -d -f -h -i -l -n -s -v -w --body-numbering --section-delimiter "
+            "--footer-numbering --header-numbering --line-increment --join-blank-lines --number-format "
+            "--number-separator --starting-line-number --number-width",
+        ),
         summary="number lines",
         allow_examples=("nl -ba a.txt", "nl -w 3 a"),
         deny_examples=("nl --body=a a",),
@@ -334,11 +421,12 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
     ),
     ProgramSpec(
         "column",
-        table("-t -d -e -L -J -x --table --table-noheadings --table-header-repeat --keep-empty-lines --json "
-              "--fillrows",
-              "-n -O -N -l -E -H -R -T -W -r -i -p -c -o -s --table-name --table-order --table-columns "
-              "--table-columns-limit --table-noextreme --table-hide --table-right --table-truncate --table-wrap "
-              "--tree --tree-id --tree-parent --output-width --output-separator --separator"),
+        table(
+            "-t -d -e -L -J -x --table --table-noheadings --table-header-repeat --keep-empty-lines --json --fillrows",
+            "-n -O -N -l -E -H -R -T -W -r -i -p -c -o -s --table-name --table-order --table-columns "
+            "--table-columns-limit --table-noextreme --table-hide --table-right --table-truncate --table-wrap "
+            "--tree --tree-id --tree-parent --output-width --output-separator --separator",
+        ),
         summary="format columns",
         allow_examples=("column -t", "column -t -s, a.csv"),
         deny_examples=("column --tab a",),
@@ -362,28 +450,47 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
         path_options=frozenset({"--from-file", "--to-file"}),
         summary="compare files (operands jailed)",
         allow_examples=("diff -u a.txt b.txt", "diff -r src other", "diff --to-file=b a c"),
-        deny_examples=("diff -l a b", "diff --paginate a b", "diff -X list a b", "diff --exclude-fr=l a b",
-                       "diff --pag a b"),
+        deny_examples=(
+            "diff -l a b",
+            "diff --paginate a b",
+            "diff -X list a b",
+            "diff --exclude-fr=l a b",
+            "diff --pag a b",
+        ),
     ),
     ProgramSpec(
         "tree",
-        table("-a -d -f -i -x -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -C -n -J -X --si --du --noreport "
-              "--dirsfirst --gitignore --prune --inodes --device",
-              "-L -P -I --filelimit --charset --timefmt --sort",
-              denied={"-o": WRITES, "-R": WRITES, "--fromfile": READS_OUTSIDE, "-l": FOLLOWS, "-H": WRITES}),
+        table(
+            "-a -d -f -i -x -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -C -n -J -X --si --du --noreport "
+            "--dirsfirst --gitignore --prune --inodes --device",
+            "-L -P -I --filelimit --charset --timefmt --sort",
+            denied={"-o": WRITES, "-R": WRITES, "--fromfile": READS_OUTSIDE, "-l": FOLLOWS, "-H": WRITES},
+        ),
         summary="directory tree (no -o, -R, -l)",
         allow_examples=("tree -L 2", "tree -a -I node_modules src"),
         deny_examples=("tree -o out", "tree -R", "tree -l", "tree --fromfile list"),
     ),
     ProgramSpec(
         "file",
-        table("-b -i -k -r -L -h -E -0 --brief --mime --mime-type --mime-encoding --keep-going --raw "
-              "--dereference --no-dereference --extension --apple --print0 --no-pad --no-buffer",
-              "-F -e -P --separator --exclude --parameter",
-              denied={"-f": READS_OUTSIDE, "--files-from": READS_OUTSIDE, "-m": READS_OUTSIDE,
-                      "--magic-file": READS_OUTSIDE, "-C": WRITES, "--compile": WRITES, "-s": "it reads devices",
-                      "--special-files": "it reads devices", "-z": EXECS, "-Z": EXECS, "--uncompress": EXECS,
-                      "--uncompress-noreport": EXECS}),
+        table(
+            "-b -i -k -r -L -h -E -0 --brief --mime --mime-type --mime-encoding --keep-going --raw "
+            "--dereference --no-dereference --extension --apple --print0 --no-pad --no-buffer",
+            "-F -e -P --separator --exclude --parameter",
+            denied={
+                "-f": READS_OUTSIDE,
+                "--files-from": READS_OUTSIDE,
+                "-m": READS_OUTSIDE,
+                "--magic-file": READS_OUTSIDE,
+                "-C": WRITES,
+                "--compile": WRITES,
+                "-s": "it reads devices",
+                "--special-files": "it reads devices",
+                "-z": EXECS,
+                "-Z": EXECS,
+                "--uncompress": EXECS,
+                "--uncompress-noreport": EXECS,
+            },
+        ),
         summary="guess file types",
         allow_examples=("file src/a.py", "file -b --mime-type a"),
         deny_examples=("file -f list", "file -m magic a", "file -z a.gz", "file -C"),
@@ -397,57 +504,134 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
     ),
     ProgramSpec(
         "du",
-        table("-a -b -c -h -k -l -m -s -S -x -0 --all --apparent-size --bytes --total --human-readable --si "
-              "--inodes --count-links --separate-dirs --summarize --one-file-system --null",
-              "-d -t -B --max-depth --threshold --block-size --exclude --time-style", "--time",
-              denied={"-L": FOLLOWS, "--dereference": FOLLOWS, "-D": FOLLOWS, "-H": FOLLOWS,
-                      "--dereference-args": FOLLOWS, "-X": READS_OUTSIDE, "--exclude-from": READS_OUTSIDE,
-                      "--files0-from": READS_OUTSIDE}),
+        table(
+            "-a -b -c -h -k -l -m -s -S -x -0 --all --apparent-size --bytes --total --human-readable --si "
+            "--inodes --count-links --separate-dirs --summarize --one-file-system --null",
+            "-d -t -B --max-depth --threshold --block-size --exclude --time-style",
+            "--time",
+            denied={
+                "-L": FOLLOWS,
+                "--dereference": FOLLOWS,
+                "-D": FOLLOWS,
+                "-H": FOLLOWS,
+                "--dereference-args": FOLLOWS,
+                "-X": READS_OUTSIDE,
+                "--exclude-from": READS_OUTSIDE,
+                "--files0-from": READS_OUTSIDE,
+            },
+        ),
         summary="disk usage",
         allow_examples=("du -sh src", "du -d 1 -h ."),
         deny_examples=("du -L .", "du --files0-from=f", "du --deref .", "du -X f ."),
     ),
     ProgramSpec(
         "jq",
-        table("-r -j -c -n -s -e -S -C -M -a -R --raw-output --join-output --compact-output --null-input --slurp "
-              "--exit-status --sort-keys --color-output --monochrome-output --ascii-output --raw-input --tab --seq "
-              "--stream --unbuffered",
-              "--indent",
-              pairs="--arg --argjson",
-              denied={"--rawfile": READS_OUTSIDE, "--slurpfile": READS_OUTSIDE, "--argfile": READS_OUTSIDE,
-                      "-L": "it loads modules", "-f": "it loads a program file", "--from-file": "it loads a program "
-                      "file", "--args": "positional strings are not supported", "--jsonargs": "positional JSON is "
-                      "not supported", "--run-tests": READS_OUTSIDE}),
+        table(
+            "-r -j -c -n -s -e -S -C -M -a -R --raw-output --join-output --compact-output --null-input --slurp "
+            "--exit-status --sort-keys --color-output --monochrome-output --ascii-output --raw-input --tab --seq "
+            "--stream --unbuffered",
+            "--indent",
+            pairs="--arg --argjson",
+            denied={
+                "--rawfile": READS_OUTSIDE,
+                "--slurpfile": READS_OUTSIDE,
+                "--argfile": READS_OUTSIDE,
+                "-L": "it loads modules",
+                "-f": "it loads a program file",
+                "--from-file": "it loads a program file",
+                "--args": "positional strings are not supported",
+                "--jsonargs": "positional JSON is not supported",
+                "--run-tests": READS_OUTSIDE,
+            },
+        ),
         operands="pattern+paths",
         extra_check=_jq_filter_check,
         summary="JSON processor (no --rawfile, --slurpfile, -L, -f, modules)",
-        allow_examples=("jq . a.json", "jq -r '.name' package.json", "jq -c '.[] | .id' a.json", "jq --arg n v '.[$n]' a.json"),
-        deny_examples=("jq --rawfile x /etc/passwd .", "jq -L lib .", "jq -f prog a", "jq 'import \"a\" as a; .' x",
-                       "jq --slurpfile x f ."),
+        allow_examples=(
+            "jq . a.json",
+            "jq -r '.name' package.json",
+            "jq -c '.[] | .id' a.json",
+            "jq --arg n v '.[$n]' a.json",
+        ),
+        deny_examples=(
+            "jq --rawfile x /etc/passwd .",
+            "jq -L lib .",
+            "jq -f prog a",
+            "jq 'import \"a\" as a; .' x",
+            "jq --slurpfile x f .",
+        ),
     ),
-    ProgramSpec("echo", table(), operands="strings", parse_options=False, summary="print its arguments",
-          allow_examples=("echo hello", "echo -n -e 'a\\tb'"), deny_examples=()),
-    ProgramSpec("printf", table(), operands="strings", parse_options=False, summary="format its arguments",
-          allow_examples=("printf '%s\\n' a b",), deny_examples=()),
-    ProgramSpec("basename", table("-a -z --multiple --zero", "-s --suffix"), operands="strings",
-          summary="strip directories from names", allow_examples=("basename src/a.py .py",),
-          deny_examples=("basename --suf=.py a",)),
-    ProgramSpec("dirname", table("-z --zero"), operands="strings", summary="directory part of names",
-          allow_examples=("dirname src/a.py",), deny_examples=("dirname --ze a",)),
+    ProgramSpec(
+        "echo",
+        table(),
+        operands="strings",
+        parse_options=False,
+        summary="print its arguments",
+        allow_examples=("echo hello", "echo -n -e 'a\\tb'"),
+        deny_examples=(),
+    ),
+    ProgramSpec(
+        "printf",
+        table(),
+        operands="strings",
+        parse_options=False,
+        summary="format its arguments",
+        allow_examples=("printf '%s\\n' a b",),
+        deny_examples=(),
+    ),
+    ProgramSpec(
+        "basename",
+        table("-a -z --multiple --zero", "-s --suffix"),
+        operands="strings",
+        summary="strip directories from names",
+        allow_examples=("basename src/a.py .py",),
+        deny_examples=("basename --suf=.py a",),
+    ),
+    ProgramSpec(
+        "dirname",
+        table("-z --zero"),
+        operands="strings",
+        summary="directory part of names",
+        allow_examples=("dirname src/a.py",),
+        deny_examples=("dirname --ze a",),
+    ),
     ProgramSpec(
         "realpath",
-        table("-e -m -L -P -q -s -z --canonicalize-existing --canonicalize-missing --logical --physical --quiet "
-              "--strip --no-symlinks --zero", "--relative-to --relative-base"),
+        table(
+            "-e -m -L -P -q -s -z --canonicalize-existing --canonicalize-missing --logical --physical --quiet "
+            "--strip --no-symlinks --zero",
+            "--relative-to --relative-base",
+        ),
         path_options=frozenset({"--relative-to", "--relative-base"}),
         summary="resolve paths (operands must stay inside)",
         allow_examples=("realpath src/a.py", "realpath --relative-to=src a"),
         deny_examples=("realpath --relative=src a",),
     ),
-    ProgramSpec("pwd", table("-L -P"), operands="none", summary="print the working directory",
-          allow_examples=("pwd",), deny_examples=("pwd x",)),
-    ProgramSpec("true", table(), operands="strings", parse_options=False, summary="do nothing, successfully",
-          allow_examples=("true",), deny_examples=()),
-    ProgramSpec("false", table(), operands="strings", parse_options=False, summary="do nothing, unsuccessfully",
-          allow_examples=("false",), deny_examples=()),
+    ProgramSpec(
+        "pwd",
+        table("-L -P"),
+        operands="none",
+        summary="print the working directory",
+        allow_examples=("pwd",),
+        deny_examples=("pwd x",),
+    ),
+    ProgramSpec(
+        "true",
+        table(),
+        operands="strings",
+        parse_options=False,
+        summary="do nothing, successfully",
+        allow_examples=("true",),
+        deny_examples=(),
+    ),
+    ProgramSpec(
+        "false",
+        table(),
+        operands="strings",
+        parse_options=False,
+        summary="do nothing, unsuccessfully",
+        allow_examples=("false",),
+        deny_examples=(),
+    ),
 )
 """Every built-in rule except git and find, which have their own modules."""

@@ -66,7 +66,7 @@ async def execute_bash(ws: Workspace, args: ExecuteBashArgs, context: Any) -> Ex
     outcome = await exec_service(ws).execute(
         args.command,
         cwd=args.cwd,
-        timeout=args.timeout,
+        timeout_s=args.timeout,
         session_id=getattr(context, "session_id", "local"),
         extras=getattr(context, "extras", {}),
     )
