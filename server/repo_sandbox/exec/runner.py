@@ -150,11 +150,16 @@ class _Pipeline:
                 os.kill(pid, signal.SIGKILL)
 
     async def close(self) -> None:
+        """Read what is left up to EOF (so asyncio closes the pipe transports), then close everything."""
         for process in self.procs:
-            for stream in (process.stdin, process.stdout, process.stderr):
-                if stream is not None:
-                    with contextlib.suppress(Exception):
-                        await stream.aclose()
+            for stream in (process.stdout, process.stderr):
+                if stream is None:
+                    continue
+                with anyio.move_on_after(1), contextlib.suppress(Exception):
+                    while await stream.receive(READ_CHUNK):
+                        pass
+            with anyio.move_on_after(5), contextlib.suppress(Exception):
+                await process.aclose()
 
 
 async def run_pipeline(
