@@ -19,9 +19,17 @@ from typing import Any
 
 import anyio
 import pytest
-from exec_support import HOST_ENV_SECRET, PWNED, SECRETS, build_repo, os_backends, poison_git_config
-from exec_support import tagged_processes, tree_snapshot
 
+from exec_support import (
+    HOST_ENV_SECRET,
+    PWNED,
+    SECRETS,
+    build_repo,
+    os_backends,
+    poison_git_config,
+    tagged_processes,
+    tree_snapshot,
+)
 from repo_sandbox.config.exec_model import DEFAULT_ALLOW
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext
@@ -43,7 +51,7 @@ class Attack:
     truncated: bool = False
 
 
-def A(command: str, expect: str, **kwargs: Any) -> Attack:  # noqa: N802  # a table row reads better short
+def A(command: str, expect: str, **kwargs: Any) -> Attack:  # a table row reads better short
     return Attack(command, expect, **kwargs)
 
 

@@ -117,6 +117,9 @@ def _expansion_error(construct: str) -> CommandNotAllowedError:
 
 def _refuse_node(node: Node) -> SandboxError:
     kind = node.type
+    if kind == "redirected_statement":
+        inner = [c.type for c in node.children if c.type in ("heredoc_redirect", "herestring_redirect")]
+        kind = inner[0] if inner else kind
     if kind in _EXPANSIONS:
         return _expansion_error(_EXPANSIONS[kind])
     if kind in _COMPOSITION:
