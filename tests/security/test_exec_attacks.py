@@ -434,7 +434,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_attack_table_is_large_and_covers_every_backend() -> None:
     assert len(ATTACKS) >= 150
-    assert len({a.command for a in ATTACKS}) == len(ATTACKS)
+    assert len({(a.command, a.cwd) for a in ATTACKS}) == len(ATTACKS)
     assert os_backends(), "no OS sandbox backend works on this machine"
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
-from exec_support import git, os_backends, write
 
+from exec_support import git, os_backends, write
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
 from repo_sandbox.workspace import Workspace

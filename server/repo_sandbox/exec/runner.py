@@ -29,6 +29,8 @@ from anyio.abc import ByteReceiveStream, Process
 from repo_sandbox.exec.capture import HeadTailBuffer
 from repo_sandbox.exec.sandbox import StageCommand
 
+TAG_VARIABLE: Final = "REPO_SANDBOX_CALL"
+"""Environment variable carrying the call's id into every process it starts (to find them in /proc)."""
 KILL_GRACE_S: Final = 0.5
 """Time between SIGTERM and SIGKILL when a pipeline is stopped."""
 READ_CHUNK: Final = 65536
@@ -72,8 +74,41 @@ def session_members(sessions: set[int]) -> list[int]:
     return found
 
 
+def children_of(pid: int) -> list[int]:
+    """Direct children of `pid` (all its threads)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as handle:
+                found += [int(c) for c in handle.read().split()]
+    return found
+
+
+def tagged(tag: str) -> list[int]:
+    """Live processes whose environment carries `tag` (the call's TAG_VARIABLE value)."""
+    needle = f"{TAG_VARIABLE}={tag}\0".encode()
+    found: list[int] = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{name}/environ", "rb") as handle:
+                if needle in handle.read() + b"\0":
+                    found.append(int(name))
+    return found
+
+
+async def sweep_tagged(tag: str) -> None:
+    """SIGKILL every process of the call still alive until none is left (bounded)."""
+    with anyio.move_on_after(2):
+        while pids := tagged(tag):
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            await anyio.sleep(0.01)
+
+
 class _Pipeline:
-    def __init__(self, stdout_cap: int, stderr_cap: int, drain_limit: int) -> None:
+    def __init__(self, stdout_cap: int, stderr_cap: int, drain_limit: int, tag: str | None) -> None:
+        self.tag = tag
         self.procs: list[Process] = []
         self.stdout = HeadTailBuffer(stdout_cap)
         self.stderr = HeadTailBuffer(stderr_cap)
@@ -135,7 +170,18 @@ class _Pipeline:
                     os.killpg(process.pid, number)
 
     async def terminate(self) -> None:
-        """Stop every stage and everything it started; bounded in time."""
+        """Stop every stage and everything it started; bounded in time.
+
+        A stage's direct child is killed first: for bwrap that is the pid namespace's init, whose death
+        makes the kernel kill the whole namespace before bwrap itself exits (signalling only bwrap would
+        return before the namespace is gone); for the launcher it is the program, after which the launcher
+        sweeps every descendant.
+        """
+        for process in self.procs:
+            if process.returncode is None:
+                for child in children_of(process.pid):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(child, signal.SIGKILL)
         self.signal_running(signal.SIGTERM)
         with anyio.move_on_after(KILL_GRACE_S):
             for process in self.procs:
@@ -148,6 +194,8 @@ class _Pipeline:
         for pid in session_members(sessions):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+        if self.tag is not None:
+            await sweep_tagged(self.tag)
 
     async def close(self) -> None:
         """Read what is left up to EOF (so asyncio closes the pipe transports), then close everything."""
@@ -169,14 +217,18 @@ async def run_pipeline(
     stdout_cap: int,
     stderr_cap: int,
     drain_limit: int,
+    tag: str | None = None,
 ) -> RunResult:
     """Run `stages` as a pipeline; returns when all have exited (or were stopped). Cancellation kills them.
+
+    `tag`: the value of TAG_VARIABLE in the stages' environment; when the pipeline has to be stopped, any
+    process still carrying it afterwards is killed too.
 
     Raises:
         OSError: a stage could not be started (the stages started before it are stopped first).
     """
     started = time.perf_counter()
-    pipeline = _Pipeline(stdout_cap, stderr_cap, drain_limit)
+    pipeline = _Pipeline(stdout_cap, stderr_cap, drain_limit, tag)
     timed_out = False
     try:
         await pipeline.start(stages)

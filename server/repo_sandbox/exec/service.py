@@ -32,7 +32,7 @@ from repo_sandbox.exec.capture import fit_text
 from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
 from repo_sandbox.exec.parse import parse_command
-from repo_sandbox.exec.runner import RunResult, run_pipeline
+from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
 from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, probe, stage_command
 from repo_sandbox.exec.view import ViewCache
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
@@ -43,8 +43,6 @@ from repo_sandbox.workspace import Workspace
 
 DRAIN_LIMIT: Final = 64 * 1024 * 1024
 """Bytes of stdout read before an endless producer is stopped (only head and tail are kept)."""
-CALL_TAG_VAR: Final = "REPO_SANDBOX_CALL"
-"""Environment variable carrying the call's id into every process it starts (to find them in /proc)."""
 
 _probes: dict[tuple[str, bool], SandboxInfo] = {}
 _probe_lock = threading.Lock()
@@ -124,7 +122,7 @@ class ExecService:
             )
         root = self.workspace.root
         host_cwd = root if cwd_rel == "." else os.path.join(root, cwd_rel)
-        base_env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", CALL_TAG_VAR: tag}
+        base_env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", TAG_VARIABLE: tag}
         commands: list[StageCommand] = []
         for plan in evaluation.plans:
             env = {**base_env, **plan.env, **(self.git.env() if plan.needs_git_dir else {})}
@@ -188,7 +186,7 @@ class ExecService:
             stages = await anyio.to_thread.run_sync(self.build, evaluation, cwd_rel, info.backend, tmp, tag, timeout_s)
             result = await run_pipeline(
                 stages, timeout_s=timeout_s, stdout_cap=self._stdout_cap(), stderr_cap=self._stderr_cap(),
-                drain_limit=DRAIN_LIMIT,
+                drain_limit=DRAIN_LIMIT, tag=tag,
             )  # fmt: skip
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
