@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from repo_sandbox.config.model import LimitsConfig, Settings
@@ -19,6 +19,8 @@ class Workspace:
         self.settings = settings
         ws = settings.workspace
         self.jail = Jail(ws.root, DenyList(ws.effective_deny), allow_hard_links=ws.allow_hard_links)
+        self.on_close: list[Callable[[], None]] = []
+        """Called by `close()`, for services that hold resources of this workspace (e.g. exec's watches)."""
 
     @property
     def root(self) -> str:
@@ -29,6 +31,9 @@ class Workspace:
         return self.settings.limits
 
     def close(self) -> None:
+        for callback in self.on_close:
+            callback()
+        self.on_close.clear()
         self.jail.close()
 
     def walk_options(self, *, include_hidden: bool | None, include_ignored: bool) -> WalkOptions:

@@ -3,7 +3,7 @@
 Backends, in the order `auto` tries them (each probe runs the real jail shape on `true`):
 - `bwrap`: bubblewrap, deny by default. Only /usr (and the /bin, /lib* links), a few /etc files, a fresh
   /dev and /proc, a private tmpfs /tmp (also $HOME), and the repository read-only, with every hidden entry
-  (`exec.view`) left out; all namespaces unshared (no network unless `exec.network`), new pid namespace,
+  (`exec.view`) masked by an empty file or directory; all namespaces unshared (no network unless `exec.network`), new pid namespace,
   `--die-with-parent`, `--new-session`, no capabilities. When the stage's first process exits, the pid
   namespace dies and the kernel kills everything left in it, daemons included.
 - `bwrap-noproc`: the same without /proc, for containers that refuse to mount it ("Mount too revealing").
@@ -37,18 +37,9 @@ logger = logging.getLogger("repo_sandbox")
 
 SYSTEM_PATH: Final = "/usr/bin:/bin"
 """The only PATH a sandboxed program gets."""
-ETC_FILES: Final = (
-    "/etc/ld.so.cache",
-    "/etc/localtime",
-    "/etc/magic",
-    "/etc/magic.mime",
-    "/etc/alternatives",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/nsswitch.conf",
-)
-"""The /etc entries a sandbox shows: the loader cache, time zone, file(1) magic, program alternatives and the
-user and group names `ls -l` prints (names only; /etc/shadow is never shown)."""
+ETC_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group")
+"""The /etc entries a sandbox shows: the loader cache, the time zone, and the user and group names `ls -l`
+prints (names only; /etc/shadow is never shown). Each bind costs about 0.7 ms, so the list is short."""
 _SYSTEM_LINKS: Final = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 LAUNCHER: Final = str(Path(__file__).with_name("_launcher.py"))
 
@@ -114,39 +105,42 @@ def _system_mounts() -> list[str]:
     return args
 
 
-def view_mounts(view: RepoView) -> list[str]:
-    """bwrap arguments showing the repository read-only without its hidden entries."""
+def mask_sources(tmp: str) -> tuple[str, str]:
+    """An empty read-only file and directory (in the call's private temp dir) to mount over hidden entries."""
+    empty_file, empty_dir = os.path.join(tmp, "masked-file"), os.path.join(tmp, "masked-dir")
+    if not os.path.exists(empty_file):
+        with open(empty_file, "x"):
+            pass
+        os.chmod(empty_file, 0o444)
+        os.mkdir(empty_dir, 0o555)
+    return empty_file, empty_dir
+
+
+def view_mounts(view: RepoView, tmp: str) -> list[str]:
+    """bwrap arguments showing the repository read-only, each hidden entry masked by an empty file or dir.
+
+    One mount per hidden entry keeps the jail cheap (a bind mount costs about 0.7 ms here, so re-binding
+    every visible sibling to hide names would cost far more); a masked entry's name still lists, its content
+    is empty. Hidden symlinks are left alone: a target outside the root does not exist in the sandbox, and a
+    target inside is masked itself when it is hidden.
+    """
     root = view.root
-    if "." not in view.overlays:
-        return ["--ro-bind", root, root]
-    args: list[str] = []
-    remounts: list[str] = []
-    for rel in sorted(view.overlays, key=lambda r: (0 if r == "." else r.count("/") + 1, r)):
-        host = root if rel == "." else f"{root}/{rel}"
-        args += ["--perms", "0755", "--tmpfs", host]
-        remounts.append(host)
-        for entry in view.overlays[rel]:
-            child_rel = entry.name if rel == "." else f"{rel}/{entry.name}"
-            if child_rel in view.overlays:
-                continue
-            child = f"{host}/{entry.name}"
-            if entry.kind == "symlink" and entry.link_target is not None:
-                args += ["--symlink", entry.link_target, child]
-            else:
-                args += ["--ro-bind-try", child, child]
-    for host in remounts:
-        args += ["--remount-ro", host]
+    args = ["--ro-bind", root, root]
+    empty_file, empty_dir = mask_sources(tmp)
+    for rel, kind in sorted(view.masked.items()):
+        if kind != "symlink":
+            args += ["--ro-bind", empty_dir if kind == "dir" else empty_file, f"{root}/{rel}"]
     return args
 
 
-def bwrap_prefix(view: RepoView, cwd: str, *, with_proc: bool, network: bool) -> list[str]:
+def bwrap_prefix(view: RepoView, cwd: str, tmp: str, *, with_proc: bool, network: bool) -> list[str]:
     args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if network:
         args.append("--share-net")
     args += _system_mounts()
     if with_proc:
         args += ["--proc", "/proc"]
-    args += ["--dev", "/dev", "--tmpfs", "/tmp", *view_mounts(view), "--chdir", cwd, "--"]
+    args += ["--dev", "/dev", "--tmpfs", "/tmp", *view_mounts(view, tmp), "--chdir", cwd, "--"]
     return args
 
 
@@ -170,14 +164,15 @@ def landlock_rules(view: RepoView, tmp: str) -> list[tuple[str, str, bool]]:
     rules += [(path, "r", True) for path in ETC_FILES]
     rules += [("/dev/null", "dev", True), ("/dev/zero", "r", True), ("/dev/urandom", "r", True), (tmp, "rw", True)]
     root = view.root
-    if "." not in view.overlays:
+    overlays = view.overlays()
+    if not overlays:
         return [*rules, (root, "r", False)]
-    for rel, entries in view.overlays.items():
+    for rel, entries in overlays.items():
         host = root if rel == "." else f"{root}/{rel}"
         rules.append((host, "list", False))
         for entry in entries:
             child_rel = entry.name if rel == "." else f"{rel}/{entry.name}"
-            if child_rel not in view.overlays and entry.kind != "symlink":
+            if child_rel not in overlays and entry.kind != "symlink":
                 rules.append((f"{host}/{entry.name}", "r", False))
     return rules
 
@@ -227,7 +222,7 @@ def stage_command(
     if shutil.which(binary, path=SYSTEM_PATH) is None:
         return None
     if backend in (Backend.BWRAP, Backend.BWRAP_NOPROC):
-        prefix = bwrap_prefix(view, cwd, with_proc=backend is Backend.BWRAP, network=network)
+        prefix = bwrap_prefix(view, cwd, tmp, with_proc=backend is Backend.BWRAP, network=network)
         argv = [*prefix, *prlimit_prefix(limits), binary, *args]
         return StageCommand(argv, {**env, "HOME": "/tmp", "TMPDIR": "/tmp"}, cwd)
     argv = launcher_command(backend, binary, args, view, tmp, limits, network)
@@ -240,7 +235,7 @@ def _probe_one(backend: Backend, network: bool) -> str:
     with tempfile.TemporaryDirectory(prefix="repo-sandbox-probe-") as tmp:
         repo = os.path.join(tmp, "repo")
         os.mkdir(repo)
-        view = RepoView(repo, frozenset(), {}, True)
+        view = RepoView(repo)
         limits = Limits(5, 512 * 1024 * 1024, 1024 * 1024, 64, 64)
         if backend in (Backend.BWRAP, Backend.BWRAP_NOPROC) and shutil.which("bwrap", path=SYSTEM_PATH) is None:
             return "bwrap is not installed (apt-get install bubblewrap)"

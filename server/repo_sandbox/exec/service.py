@@ -77,6 +77,12 @@ class ExecService:
         self.policy = CommandPolicy.from_config(self.config, workspace.settings.workspace.effective_deny)
         self.views = ViewCache(workspace.jail)
         self.git = GitHardening(workspace.root, shutil.which("git", path=SYSTEM_PATH))
+        workspace.on_close.append(self.close)
+
+    def close(self) -> None:
+        self.views.close()
+        with _services_lock:
+            _services.pop(self.workspace, None)
 
     @property
     def sandbox(self) -> SandboxInfo:
@@ -165,32 +171,47 @@ class ExecService:
             )
         return requested
 
-    async def execute(
-        self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, extras: dict[str, Any]
-    ) -> ExecOutcome:
-        """Raises: SandboxError for every refusal; TimeoutExceededError carries the partial output."""
-        timeout_s = self.timeout_for(timeout_s)
-        evaluation, cwd_rel = await anyio.to_thread.run_sync(self.prepare, command, cwd)
-        if evaluation.decision is Decision.ASK:
-            await self.approve(command, evaluation, cwd_rel, extras)
-        info = await anyio.to_thread.run_sync(lambda: self.sandbox)
+    def backend(self) -> Backend:
+        """Raises: SandboxFailedError when the configured sandbox does not work here."""
+        info = self.sandbox
         if info.backend is None:
             raise SandboxFailedError(
                 f"The configured sandbox '{info.requested}' does not work on this server.",
                 hint='Ask the operator to install bubblewrap or choose exec.sandbox = "auto".',
                 tried=info.tried,
             )
+        return info.backend
+
+    def plan(
+        self, command: str, cwd: str, tmp: str, tag: str, timeout_s: float
+    ) -> tuple[Evaluation, str, list[StageCommand] | None]:
+        """prepare + build in one worker-thread hop; the stages are None when a human must approve first."""
+        evaluation, cwd_rel = self.prepare(command, cwd)
+        if evaluation.decision is Decision.ASK:
+            return evaluation, cwd_rel, None
+        return evaluation, cwd_rel, self.build(evaluation, cwd_rel, self.backend(), tmp, tag, timeout_s)
+
+    async def execute(
+        self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, extras: dict[str, Any]
+    ) -> ExecOutcome:
+        """Raises: SandboxError for every refusal; TimeoutExceededError carries the partial output."""
+        timeout_s = self.timeout_for(timeout_s)
+        tag = f"{session_id}-{uuid.uuid4().hex[:12]}"
         tmp = tempfile.mkdtemp(prefix="repo-sandbox-exec-")
         try:
-            tag = f"{session_id}-{uuid.uuid4().hex[:12]}"
-            stages = await anyio.to_thread.run_sync(self.build, evaluation, cwd_rel, info.backend, tmp, tag, timeout_s)
+            evaluation, cwd_rel, stages = await anyio.to_thread.run_sync(self.plan, command, cwd, tmp, tag, timeout_s)
+            if stages is None:
+                await self.approve(command, evaluation, cwd_rel, extras)
+                stages = await anyio.to_thread.run_sync(
+                    lambda: self.build(evaluation, cwd_rel, self.backend(), tmp, tag, timeout_s)
+                )
             result = await run_pipeline(
                 stages, timeout_s=timeout_s, stdout_cap=self._stdout_cap(), stderr_cap=self._stderr_cap(),
                 drain_limit=DRAIN_LIMIT, tag=tag,
             )  # fmt: skip
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        return self._outcome(result, info.backend, timeout_s)
+        return self._outcome(result, self.backend(), timeout_s)
 
     def _stdout_cap(self) -> int:
         return self.workspace.limits.max_output_bytes * 5 // 8

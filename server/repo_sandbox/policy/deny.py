@@ -7,8 +7,9 @@ open a file.
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pathspec import GitIgnoreSpec
 
@@ -38,6 +39,28 @@ class DenyList:
         if result.include and result.index is not None:
             return self._patterns[result.index]
         return None
+
+    def entry_matcher(self) -> Callable[[str, bool], bool]:
+        """A fast `is_entry_denied(rel_path, is_dir)` for bulk scans: one combined regex when no rule is a
+        negation (then "any rule matches" is the whole answer), else the rule-by-rule check."""
+        patterns = list(self._spec.patterns)
+        regexes = [getattr(p, "regex", None) for p in patterns]
+        if any(getattr(p, "include", True) is not True for p in patterns) or any(r is None for r in regexes):
+            return lambda rel_path, is_dir: self.is_entry_denied(rel_path, is_dir=is_dir)
+        try:
+            combined = re.compile(
+                "|".join(f"(?:{re.sub(r'[(][?]P<[A-Za-z_]+>', '(?:', r.pattern)})" for r in regexes if r) or "(?!)"
+            )
+        except re.error:
+            return lambda rel_path, is_dir: self.is_entry_denied(rel_path, is_dir=is_dir)
+
+        def matcher(rel_path: str, is_dir: bool) -> bool:
+            return (
+                rel_path not in ("", ".")
+                and combined.search(_match_key(rel_path) + ("/" if is_dir else "")) is not None
+            )
+
+        return matcher
 
     def is_entry_denied(self, rel_path: str, *, is_dir: bool) -> bool:
         """True when this entry itself matches; a walker uses it because it never enters denied parents."""
