@@ -9,11 +9,11 @@ Target (DESIGN.md §8): execute_bash overhead <= the sandbox's own measured cost
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 import anyio
 
@@ -32,14 +32,7 @@ def run_once(argv: list[str], cwd: str, env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--root", default=".", help="repository to run in (default: the current directory)")
-    parser.add_argument("--file", default="README.md", help="file for `wc -l` (relative to the root)")
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--sandbox", default="auto")
-    args = parser.parse_args()
-    root = str(Path(args.root).resolve())
+async def main(args: argparse.Namespace, root: str) -> None:
     settings = load_settings(None, env={}, overrides={("workspace", "root"): root, ("exec", "sandbox"): args.sandbox})
     workspace = Workspace(settings)
     service = exec_service(workspace)
@@ -86,4 +79,10 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--root", default=".", help="repository to run in (default: the current directory)")
+    parser.add_argument("--file", default="README.md", help="file for `wc -l` (relative to the root)")
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--sandbox", default="auto")
+    arguments = parser.parse_args()
+    anyio.run(main, arguments, os.path.realpath(arguments.root))

@@ -158,7 +158,7 @@ async def test_denied_files_are_unreadable_and_new_ones_are_hidden_after_a_resca
     write(plain / "sub" / ".env.local", "LATE-SECRET\n")
     second = await call(workspace, "grep -r SECRET .")
     assert "LATE-SECRET" not in json.dumps(second.payload)
-    script = "try:\n    print(repr(open(\".env\").read()))\nexcept OSError as e:\n    print(type(e).__name__)"
+    script = 'try:\n    print(repr(open(".env").read()))\nexcept OSError as e:\n    print(type(e).__name__)'
     direct = (await call(workspace, f"python3 -c '{script}'")).payload["stdout"]
     assert direct == ("PermissionError\n" if backend == "landlock" else "''\n")  # bwrap masks it with an empty file
 

@@ -70,6 +70,7 @@ class RepoView:
         result: dict[str, tuple[Entry, ...]] = {}
         for parent in parents:
             path = self.root if parent == "." else os.path.join(self.root, parent)
+            listing: list[tuple[str, EntryKind | None]]
             try:
                 with os.scandir(path) as entries:
                     listing = [(e.name, _kind(e)) for e in entries]
