@@ -4,12 +4,16 @@ OS sandbox's own cost (`bwrap <our jail> true` against `true`). Prints medians a
 Target (DESIGN.md §8): execute_bash overhead <= the sandbox's own measured cost + 3 ms.
 
     .venv/bin/python bench/exec_overhead.py [--root REPO] [--file FILE] [--runs N] [--sandbox BACKEND]
+
+Without --root it measures a fresh git repository holding a copy of this project's sources (a worktree's
+.git lives outside its root, where the sandbox cannot see it).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -57,7 +61,7 @@ async def main(args: argparse.Namespace, root: str) -> None:
                 start = time.perf_counter()
                 outcome = await pipeline.call("execute_bash", {"command": command})
                 add(f"{label} tool", time.perf_counter() - start)
-                assert not outcome.is_error, outcome.payload
+                assert not outcome.is_error and outcome.payload["exit_code"] == 0, outcome.payload
     ms = {key: statistics.median(values) * 1000 for key, values in samples.items()}
     sandbox_cost = ms["jail true"] - ms["true"]
     revalidate = time.perf_counter()
@@ -78,11 +82,24 @@ async def main(args: argparse.Namespace, root: str) -> None:
     workspace.close()
 
 
+def make_corpus(target: str) -> str:
+    """A git repository with a copy of this project's sources and README, committed."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.join(target, "corpus")
+    shutil.copytree(os.path.join(here, "server"), os.path.join(root, "server"))
+    shutil.copy(os.path.join(here, "README.md"), root)
+    git = ["git", "-c", "user.email=b@example.com", "-c", "user.name=bench"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "corpus"]):
+        subprocess.run([*git, *command], cwd=root, env=ENV, check=True, capture_output=True)
+    return root
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--root", default=".", help="repository to run in (default: the current directory)")
+    parser.add_argument("--root", help="repository to run in (default: a fresh copy of this project's sources)")
     parser.add_argument("--file", default="README.md", help="file for `wc -l` (relative to the root)")
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--sandbox", default="auto")
     arguments = parser.parse_args()
-    anyio.run(main, arguments, os.path.realpath(arguments.root))
+    with tempfile.TemporaryDirectory() as scratch:
+        anyio.run(main, arguments, os.path.realpath(arguments.root or make_corpus(scratch)))

@@ -58,6 +58,15 @@ def sandbox_info(requested: str, network: bool) -> SandboxInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Planned:
+    evaluation: Evaluation
+    cwd: str
+    stages: list[StageCommand] | None
+    tmp: str
+    per_call: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ExecOutcome:
     exit_code: int
     stdout: str
@@ -77,10 +86,14 @@ class ExecService:
         self.policy = CommandPolicy.from_config(self.config, workspace.settings.workspace.effective_deny)
         self.views = ViewCache(workspace.jail)
         self.git = GitHardening(workspace.root, shutil.which("git", path=SYSTEM_PATH))
+        self._state_dir: str | None = None
         workspace.on_close.append(self.close)
 
     def close(self) -> None:
         self.views.close()
+        if self._state_dir is not None:
+            shutil.rmtree(self._state_dir, ignore_errors=True)
+            self._state_dir = None
         with _services_lock:
             _services.pop(self.workspace, None)
 
@@ -182,14 +195,30 @@ class ExecService:
             )
         return info.backend
 
-    def plan(
-        self, command: str, cwd: str, tmp: str, tag: str, timeout_s: float
-    ) -> tuple[Evaluation, str, list[StageCommand] | None]:
-        """prepare + build in one worker-thread hop; the stages are None when a human must approve first."""
+    def scratch_dir(self, backend: Backend) -> tuple[str, bool]:
+        """(directory, is_per_call). The launcher backends get a fresh private temp dir per call (their
+        $HOME/$TMPDIR); bwrap has its own tmpfs and only needs the mask sources, kept for the service's life."""
+        if backend in (Backend.LANDLOCK, Backend.NONE):
+            return tempfile.mkdtemp(prefix="repo-sandbox-exec-"), True
+        with _services_lock:
+            if self._state_dir is None:
+                self._state_dir = tempfile.mkdtemp(prefix="repo-sandbox-masks-")
+            return self._state_dir, False
+
+    def plan(self, command: str, cwd: str, tag: str, timeout_s: float) -> Planned:
+        """prepare + build in one worker-thread hop; no stages yet when a human must approve first."""
         evaluation, cwd_rel = self.prepare(command, cwd)
+        backend = self.backend()
+        tmp, per_call = self.scratch_dir(backend)
         if evaluation.decision is Decision.ASK:
-            return evaluation, cwd_rel, None
-        return evaluation, cwd_rel, self.build(evaluation, cwd_rel, self.backend(), tmp, tag, timeout_s)
+            return Planned(evaluation, cwd_rel, None, tmp, per_call)
+        try:
+            stages = self.build(evaluation, cwd_rel, backend, tmp, tag, timeout_s)
+        except BaseException:
+            if per_call:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return Planned(evaluation, cwd_rel, stages, tmp, per_call)
 
     async def execute(
         self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, extras: dict[str, Any]
@@ -197,20 +226,22 @@ class ExecService:
         """Raises: SandboxError for every refusal; TimeoutExceededError carries the partial output."""
         timeout_s = self.timeout_for(timeout_s)
         tag = f"{session_id}-{uuid.uuid4().hex[:12]}"
-        tmp = tempfile.mkdtemp(prefix="repo-sandbox-exec-")
+        planned = await anyio.to_thread.run_sync(self.plan, command, cwd, tag, timeout_s)
         try:
-            evaluation, cwd_rel, stages = await anyio.to_thread.run_sync(self.plan, command, cwd, tmp, tag, timeout_s)
+            stages = planned.stages
             if stages is None:
-                await self.approve(command, evaluation, cwd_rel, extras)
+                await self.approve(command, planned.evaluation, planned.cwd, extras)
                 stages = await anyio.to_thread.run_sync(
-                    lambda: self.build(evaluation, cwd_rel, self.backend(), tmp, tag, timeout_s)
+                    lambda: self.build(planned.evaluation, planned.cwd, self.backend(), planned.tmp, tag, timeout_s)
                 )
             result = await run_pipeline(
                 stages, timeout_s=timeout_s, stdout_cap=self._stdout_cap(), stderr_cap=self._stderr_cap(),
                 drain_limit=DRAIN_LIMIT, tag=tag,
             )  # fmt: skip
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if planned.per_call:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(lambda: shutil.rmtree(planned.tmp, ignore_errors=True))
         return self._outcome(result, self.backend(), timeout_s)
 
     def _stdout_cap(self) -> int:
