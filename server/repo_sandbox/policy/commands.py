@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.policy._argv import Refused, table
+from repo_sandbox.policy.builtin_programs import BUILTIN_SPECS
 from repo_sandbox.policy.decision import Decision, Verdict, allow, strictest
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.find import FindRule
 from repo_sandbox.policy.git import GitRule
 from repo_sandbox.policy.operands import LexicalPaths
-from repo_sandbox.policy.programs import BUILTIN_SPECS, PathChecker, ProgramRule, ProgramSpec, StagePlan
+from repo_sandbox.policy.programs import PathChecker, ProgramRule, ProgramSpec, StagePlan
 
 if TYPE_CHECKING:
     from repo_sandbox.config.exec_model import ExecConfig, ProgramRuleConfig
