@@ -203,6 +203,7 @@ class ExecService:
         with _services_lock:
             if self._state_dir is None:
                 self._state_dir = tempfile.mkdtemp(prefix="repo-sandbox-masks-")
+                weakref.finalize(self, shutil.rmtree, self._state_dir, ignore_errors=True)  # also at exit
             return self._state_dir, False
 
     def plan(self, command: str, cwd: str, tag: str, timeout_s: float) -> Planned:
