@@ -45,11 +45,11 @@ def test_tools_prints_every_tool_with_schemas_and_annotations() -> None:
     assert done.returncode == 0, done.stderr
     tools = {tool["name"]: tool for tool in json.loads(done.stdout)}
     # ask_user is listed here; over MCP only clients that can elicit see it
-    assert set(tools) == {"search_files", "read_file", "search_text", "count_lines", "ask_user"}
+    assert set(tools) == {"search_files", "read_file", "search_text", "count_lines", "ask_user", "execute_bash"}
     for tool in tools.values():
         assert tool["inputSchema"]["type"] == "object" and tool["inputSchema"]["properties"]
         assert tool["outputSchema"]["type"] == "object" and "anyOf" in tool["outputSchema"]
-        assert tool["annotations"]["readOnlyHint"] is True
+        assert tool["annotations"]["readOnlyHint"] is (tool["name"] != "execute_bash")
 
 
 def test_call_prints_the_result_and_exits_0(small_repo: Path) -> None:
@@ -175,7 +175,7 @@ def test_serve_writes_only_protocol_messages_to_stdout_even_when_logging_debug(s
     assert process.returncode == 0
     assert rest.strip() == ""
     assert replies[1]["result"]["serverInfo"]["name"] == "repo-sandbox"
-    assert len(replies[2]["result"]["tools"]) == 4
+    assert len(replies[2]["result"]["tools"]) == 5
     assert replies[3]["result"]["isError"] is True
     assert replies[3]["result"]["structuredContent"]["error"]["code"] == "path_outside_root"
     assert "DEBUG" in stderr or "INFO" in stderr  # the log went to stderr

@@ -39,7 +39,8 @@ SERVER_NAME = "repo-sandbox"
 
 INSTRUCTIONS = """Read-only access to one code repository, behind a policy (path jail, deny-list, size limits).
 Paths are relative to the repository root. Find files with search_files, search contents with search_text,
-read with read_file (by line range), measure with count_lines. Every failure is a JSON error with a
+read with read_file (by line range), measure with count_lines; execute_bash runs one allowlisted read-only
+command or '|' pipeline (git log/diff/show/blame, sort | uniq -c, jq, ...) in a sandbox, without a shell. Every failure is a JSON error with a
 `category` telling you what to do next, a `hint`, and `retryable`. Listing results are paged: when
 `truncated` is true, pass `next_offset` as `offset`. A call that keeps failing is blocked for a while
 (`circuit_open`): change the approach. Read repo-sandbox://policy for what is allowed and

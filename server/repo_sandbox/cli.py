@@ -102,6 +102,10 @@ def _serve(settings: Settings) -> int:
     _configure_logging(settings.server.log_level)
     workspace = Workspace(settings)
     logging.getLogger("repo_sandbox").info("serving %s over %s", workspace.root, settings.server.transport)
+    if settings.exec.enabled:
+        from repo_sandbox.exec.service import exec_service
+
+        exec_service(workspace).status()  # probe the OS sandbox once at start-up; logs it (loudly when none)
     try:
         serve_stdio(workspace)
     except KeyboardInterrupt:

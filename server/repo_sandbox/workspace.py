@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from repo_sandbox.audit.log import AuditLog
@@ -22,6 +22,8 @@ class Workspace:
         self.jail = Jail(ws.root, DenyList(ws.effective_deny), allow_hard_links=ws.allow_hard_links)
         self.audit = AuditLog(settings.audit)
         """The audit trail; any stage or tool may record a policy decision with `audit.decision(...)`."""
+        self.on_close: list[Callable[[], None]] = []
+        """Called by `close()`, for services that hold resources of this workspace (e.g. exec's watches)."""
 
     @property
     def root(self) -> str:
@@ -32,6 +34,9 @@ class Workspace:
         return self.settings.limits
 
     def close(self) -> None:
+        for callback in self.on_close:
+            callback()
+        self.on_close.clear()
         self.audit.close()
         self.jail.close()
 

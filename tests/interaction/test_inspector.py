@@ -69,11 +69,11 @@ def test_inspector_lists_the_tools_with_input_and_output_schemas_and_annotations
     code, output, stderr = inspect(inspector, sandbox(inspected_repo), "tools/list")
     assert code == 0, stderr
     tools = {tool["name"]: tool for tool in output["tools"]}
-    assert set(tools) == {"search_files", "read_file", "search_text", "count_lines"}
+    assert set(tools) == {"search_files", "read_file", "search_text", "count_lines", "execute_bash"}
     for tool in tools.values():
         assert tool["inputSchema"]["type"] == "object" and tool["inputSchema"]["properties"]
         assert tool["outputSchema"]["type"] == "object" and len(tool["outputSchema"]["anyOf"]) >= 2
-        assert tool["annotations"]["readOnlyHint"] is True
+        assert tool["annotations"]["readOnlyHint"] is (tool["name"] != "execute_bash")
         assert tool["annotations"]["destructiveHint"] is False
         assert tool["annotations"]["openWorldHint"] is False
 

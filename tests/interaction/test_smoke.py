@@ -21,11 +21,12 @@ async def client(request: pytest.FixtureRequest, workspace: Workspace) -> AsyncI
 
 async def test_tools_list_has_schemas_and_annotations(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"search_files", "read_file", "search_text", "count_lines"}
+    assert set(tools) == {"search_files", "read_file", "search_text", "count_lines", "execute_bash"}
     for tool in tools.values():
         assert tool.input_schema["type"] == "object"
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
-        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (tool.name != "execute_bash")
 
 
 async def test_read_file_returns_structured_content(client: Client) -> None:

@@ -23,7 +23,7 @@ async def test_stdio_server_lists_tools_answers_each_tool_and_grades_errors(tmp_
     with anyio.fail_after(60):
         async with Client(params, mode="legacy") as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert set(tools) == {"search_files", "read_file", "search_text", "count_lines"}
+            assert set(tools) == {"search_files", "read_file", "search_text", "count_lines", "execute_bash"}
             assert all(tool.output_schema and tool.annotations for tool in tools.values())
 
             listed = await call_ok(client, "search_files", {"pattern": "*", "path": "docs"})

@@ -30,9 +30,16 @@ ARGUMENTS = {
         "include_ignored",
     },
     "count_lines": {"path", "pattern", "include_hidden", "include_ignored"},
+    "execute_bash": {"command", "timeout", "cwd"},
 }
 """DESIGN.md §3: every argument of every tool, and nothing else."""
-REQUIRED = {"search_files": ["pattern"], "read_file": ["path"], "search_text": ["pattern"], "count_lines": []}
+REQUIRED = {
+    "search_files": ["pattern"],
+    "read_file": ["path"],
+    "search_text": ["pattern"],
+    "count_lines": [],
+    "execute_bash": ["command"],
+}
 BOUNDS = {
     ("search_files", "limit"): (1, 1000, 100),
     ("read_file", "limit"): (1, 5000, 2000),
@@ -60,8 +67,9 @@ async def test_tools_list_publishes_the_designed_arguments_with_descriptions_and
 async def test_tools_list_publishes_read_only_annotations_and_output_schemas_admitting_errors(client: Client) -> None:
     for tool in (await client.list_tools()).tools:
         assert tool.annotations is not None
-        assert (tool.annotations.read_only_hint, tool.annotations.destructive_hint) == (True, False)
-        assert (tool.annotations.idempotent_hint, tool.annotations.open_world_hint) == (True, False)
+        read_tool = tool.name != "execute_bash"
+        assert (tool.annotations.read_only_hint, tool.annotations.destructive_hint) == (read_tool, False)
+        assert (tool.annotations.idempotent_hint, tool.annotations.open_world_hint) == (read_tool, False)
         schema = tool.output_schema
         assert schema is not None and schema["type"] == "object"
         refs = {branch["$ref"].rsplit("/", 1)[-1] for branch in schema["anyOf"]}

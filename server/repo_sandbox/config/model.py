@@ -6,6 +6,8 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from repo_sandbox.config.exec_model import ExecConfig
+
 DEFAULT_DENY: Final[tuple[str, ...]] = (
     ".git/",
     ".env*",
@@ -187,3 +189,4 @@ class Settings(_Section):
     guard: GuardConfig = Field(default_factory=GuardConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     bridge: BridgeConfig = Field(default_factory=BridgeConfig)
+    exec: ExecConfig = Field(default_factory=ExecConfig)

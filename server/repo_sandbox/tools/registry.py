@@ -8,7 +8,7 @@ from typing import Any, Final, Union
 
 from pydantic import BaseModel, TypeAdapter
 
-from repo_sandbox.tools import ask_user, count_lines, read_file, search_files, search_text
+from repo_sandbox.tools import ask_user, count_lines, execute_bash, read_file, search_files, search_text
 from repo_sandbox.tools._results import ToolFailure
 
 ToolBody = Callable[..., Any]
@@ -89,6 +89,18 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         body=ask_user.ask_user,
         idempotent=False,
         needs_elicitation=True,
+    ),
+    ToolSpec(
+        name="execute_bash",
+        title="Run a read-only command",
+        description=execute_bash.DESCRIPTION,
+        args_model=execute_bash.ExecuteBashArgs,
+        result_models=(execute_bash.ExecuteBashResult,),
+        body=execute_bash.execute_bash,
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+        open_world=False,
     ),
 )
 

@@ -72,6 +72,7 @@ async def test_policy_says_what_is_allowed_without_revealing_the_deny_list(
         "search_text",
         "count_lines",
         "ask_user",
+        "execute_bash",
     ]
     assert all(t["available"] for t in policy["tools"])
     assert policy["paths"]["read_only"] is True

@@ -1,0 +1,105 @@
+"""execute_bash overhead: round trip of `wc -l FILE` and `git status` against the bare commands, and the
+OS sandbox's own cost (`bwrap <our jail> true` against `true`). Prints medians and ratios.
+
+Target (DESIGN.md §8): execute_bash overhead <= the sandbox's own measured cost + 3 ms.
+
+    .venv/bin/python bench/exec_overhead.py [--root REPO] [--file FILE] [--runs N] [--sandbox BACKEND]
+
+Without --root it measures a fresh git repository holding a copy of this project's sources (a worktree's
+.git lives outside its root, where the sandbox cannot see it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+import anyio
+
+from repo_sandbox.config.loader import load_settings
+from repo_sandbox.exec.sandbox import Limits, stage_command
+from repo_sandbox.exec.service import exec_service
+from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.workspace import Workspace
+
+ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent"}
+
+
+def run_once(argv: list[str], cwd: str, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    return time.perf_counter() - start
+
+
+async def main(args: argparse.Namespace, root: str) -> None:
+    settings = load_settings(None, env={}, overrides={("workspace", "root"): root, ("exec", "sandbox"): args.sandbox})
+    workspace = Workspace(settings)
+    service = exec_service(workspace)
+    backend = service.backend()
+    pipeline = build_pipeline(workspace)
+    view = service.views.current()
+    limits = Limits(31, 1 << 30, 64 << 20, 1024, 256)
+    rows = [("wc -l", ["wc", "-l", args.file], f"wc -l {args.file}"), ("git status", ["git", "status"], "git status")]
+    samples: dict[str, list[float]] = {}
+
+    def add(key: str, seconds: float) -> None:
+        samples.setdefault(key, []).append(seconds)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        jail = stage_command(backend, "true", [], view=view, cwd=root, env=ENV, tmp=tmp, limits=limits, network=False)
+        assert jail is not None
+        for _ in range(args.runs):  # interleaved, so that load on a shared machine hits every series alike
+            add("true", run_once(["true"], root, ENV))
+            add("jail true", run_once(jail.argv, root, jail.env))
+            for label, bare_argv, command in rows:
+                add(f"{label} bare", run_once(bare_argv, root, ENV))
+                start = time.perf_counter()
+                outcome = await pipeline.call("execute_bash", {"command": command})
+                add(f"{label} tool", time.perf_counter() - start)
+                assert not outcome.is_error and outcome.payload["exit_code"] == 0, outcome.payload
+    ms = {key: statistics.median(values) * 1000 for key, values in samples.items()}
+    sandbox_cost = ms["jail true"] - ms["true"]
+    revalidate = time.perf_counter()
+    service.views.current()
+    print(f"backend: {backend}   runs: {args.runs}   root: {root}")
+    print(f"`true`: bare {ms['true']:.2f} ms | in our jail {ms['jail true']:.2f} ms")
+    print(f"sandbox's own cost (jail true - true): {sandbox_cost:.2f} ms")
+    print(f"repository view check per call: {(time.perf_counter() - revalidate) * 1000:.3f} ms")
+    for label, _, _ in rows:
+        bare, tool = ms[f"{label} bare"], ms[f"{label} tool"]
+        overhead = tool - bare
+        verdict = "meets" if overhead <= sandbox_cost + 3 else "MISSES"
+        print(
+            f"{label:<11} bare {bare:7.2f} ms | execute_bash {tool:7.2f} ms | ratio {tool / bare:5.2f}x | "
+            f"overhead {overhead:6.2f} ms, target <= {sandbox_cost + 3:.2f} ms: {verdict} "
+            f"(beyond the sandbox: {overhead - sandbox_cost:+.2f} ms)"
+        )
+    workspace.close()
+
+
+def make_corpus(target: str) -> str:
+    """A git repository with a copy of this project's sources and README, committed."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.join(target, "corpus")
+    shutil.copytree(os.path.join(here, "server"), os.path.join(root, "server"))
+    shutil.copy(os.path.join(here, "README.md"), root)
+    git = ["git", "-c", "user.email=b@example.com", "-c", "user.name=bench"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "corpus"]):
+        subprocess.run([*git, *command], cwd=root, env=ENV, check=True, capture_output=True)
+    return root
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--root", help="repository to run in (default: a fresh copy of this project's sources)")
+    parser.add_argument("--file", default="README.md", help="file for `wc -l` (relative to the root)")
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--sandbox", default="auto")
+    arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        anyio.run(main, arguments, os.path.realpath(arguments.root or make_corpus(scratch)))

@@ -1,0 +1,162 @@
+"""The environment half of git hardening: command-line-scope config overrides that neutralise `.git/config`.
+
+A repository's own `.git/config` runs programs from read-only commands (verified: `core.fsmonitor` on
+`git status`, `diff.external` and textconv on `git diff`/`log -p`/`show`, filter drivers on `git diff`,
+`log.showSignature` + `gpg.program` on `git log`). `GIT_CONFIG_COUNT/KEY_n/VALUE_n` have command-line
+precedence over every config file, so each of those keys is overridden here, and every filter or diff
+driver the configuration names is pointed at `cat`. Driver names are listed with `git config
+--get-regexp`, which reads configuration and runs nothing; the list is cached per `.git/config` state.
+`GIT_DIR`/`GIT_WORK_TREE` pin the repository (overriding `core.worktree`), and
+`GIT_CEILING_DIRECTORIES` stops discovery from leaving the root.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from typing import Final
+
+from repo_sandbox.errors import SandboxFailedError
+from repo_sandbox.exec.view import is_real_dir
+
+OVERRIDES: Final[tuple[tuple[str, str], ...]] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "false"),
+    ("core.sshCommand", "false"),
+    ("core.askPass", "false"),
+    ("core.alternateRefsCommand", ""),
+    ("core.untrackedCache", "false"),
+    ("core.packedGitLimit", "256m"),
+    ("core.packedGitWindowSize", "32m"),
+    ("sequence.editor", "false"),
+    ("diff.external", ""),
+    ("protocol.allow", "never"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("credential.helper", ""),
+    ("log.showSignature", "false"),
+    ("gpg.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("mailmap.file", ""),
+    ("status.submoduleSummary", "false"),
+    ("submodule.recurse", "false"),
+    ("uploadpack.packObjectsHook", ""),
+)
+"""Overrides for keys that make read-only git commands run programs or reach outside the repository."""
+
+MAX_DRIVERS: Final = 256
+"""A configuration naming more filter/diff drivers than this is refused (the overrides go in the env)."""
+
+BASE_ENV: Final[dict[str, str]] = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_EDITOR": "false",
+    "GIT_SSH_COMMAND": "false",
+    "GIT_ASKPASS": "false",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_NO_LAZY_FETCH": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ALLOW_PROTOCOL": "",
+    "GIT_ADVICE": "0",
+}
+
+
+def _driver_overrides(names: list[str]) -> list[tuple[str, str]]:
+    overrides: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for key in names:
+        section, _, rest = key.partition(".")
+        driver, _, _ = rest.rpartition(".")
+        if not driver or (section, driver) in seen:
+            continue
+        seen.add((section, driver))
+        if section == "filter":
+            overrides += [(f"filter.{driver}.clean", "cat"), (f"filter.{driver}.smudge", "cat"),
+                          (f"filter.{driver}.process", ""), (f"filter.{driver}.required", "false")]  # fmt: skip
+        elif section == "diff":
+            overrides += [(f"diff.{driver}.textconv", "cat"), (f"diff.{driver}.command", "false"),
+                          (f"diff.{driver}.cachetextconv", "false")]  # fmt: skip
+    if len(seen) > MAX_DRIVERS:
+        raise SandboxFailedError(
+            f"The repository's git configuration names more than {MAX_DRIVERS} filter or diff drivers.",
+            hint="git commands are unavailable for this repository; use the read-only tools.",
+        )
+    return overrides
+
+
+class GitHardening:
+    """Builds the hardened environment for git stages of one repository root."""
+
+    def __init__(self, root: str, git_binary: str | None) -> None:
+        self.root = root.rstrip("/") or "/"
+        self.git_binary = git_binary
+        self._lock = threading.Lock()
+        self._cache_key: tuple[int, int, int] | None = None
+        self._drivers: list[tuple[str, str]] = []
+
+    def repo_env(self) -> dict[str, str]:
+        """Where the repository is; pins GIT_DIR/GIT_WORK_TREE when `<root>/.git` is a directory."""
+        env = {"GIT_CEILING_DIRECTORIES": os.path.dirname(self.root) or "/"}
+        if is_real_dir(os.path.join(self.root, ".git")):
+            env["GIT_DIR"] = os.path.join(self.root, ".git")
+            env["GIT_WORK_TREE"] = self.root
+        return env
+
+    def _config_key(self) -> tuple[int, int, int] | None:
+        try:
+            info = os.stat(os.path.join(self.root, ".git", "config"))
+        except OSError:
+            return None
+        return (info.st_mtime_ns, info.st_size, info.st_ino)
+
+    def drivers(self) -> list[tuple[str, str]]:
+        """Overrides for every filter/diff driver the repository config names (cached per config state)."""
+        key = self._config_key()
+        with self._lock:
+            if key is None:
+                return []
+            if key != self._cache_key:
+                self._drivers = _driver_overrides(self._list_driver_keys())
+                self._cache_key = key
+            return self._drivers
+
+    def _list_driver_keys(self) -> list[str]:
+        if self.git_binary is None:
+            return []
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8", **BASE_ENV, **self.repo_env()}
+        try:
+            result = subprocess.run(
+                [self.git_binary, "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff)\."],
+                env=env,
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=5,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SandboxFailedError(
+                "Could not read the repository's git configuration to harden git.", reason=type(exc).__name__
+            ) from None
+        if result.returncode not in (0, 1):  # 1: no such keys
+            raise SandboxFailedError(
+                "The repository's git configuration could not be read; git commands are unavailable.",
+                exit_code=result.returncode,
+            )
+        return [k for k in result.stdout.decode("utf-8", "replace").split("\0") if k]
+
+    def env(self) -> dict[str, str]:
+        """The full environment additions for one git stage."""
+        pairs = [*OVERRIDES, ("safe.directory", self.root), *self.drivers()]
+        env = {**BASE_ENV, **self.repo_env(), "GIT_CONFIG_COUNT": str(len(pairs))}
+        for index, (key, value) in enumerate(pairs):
+            env[f"GIT_CONFIG_KEY_{index}"] = key
+            env[f"GIT_CONFIG_VALUE_{index}"] = value
+        return env

@@ -1,0 +1,296 @@
+"""execute_bash end to end for one workspace: parse, expand, judge, approve, sandbox, run, shape the result.
+
+Approval interface (until the approvals issue wires MCP elicitation): a command whose programs include one
+from `exec.ask` calls `await context.extras["approve"](command, details)` when the transport put such a
+function there; `details` is `{"programs": [...], "rule": "exec.ask", "cwd": ...}` and the function returns
+True to run the command or False to refuse it (`approval_denied`). Without that key the command is refused
+with `approval_required`: fail closed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+import weakref
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+
+from repo_sandbox.errors import (
+    ApprovalDeniedError,
+    ApprovalRequiredError,
+    CommandNotAllowedError,
+    InvalidArgumentsError,
+    SandboxFailedError,
+    TimeoutExceededError,
+)
+from repo_sandbox.exec.capture import fit_text
+from repo_sandbox.exec.gitenv import GitHardening
+from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
+from repo_sandbox.exec.parse import parse_command
+from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
+from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, probe, stage_command
+from repo_sandbox.exec.view import ViewCache
+from repo_sandbox.policy.commands import CommandPolicy, Evaluation
+from repo_sandbox.policy.decision import Decision
+from repo_sandbox.policy.operands import JailPaths
+from repo_sandbox.tools._results import OutputMeter
+from repo_sandbox.workspace import Workspace
+
+DRAIN_LIMIT: Final = 64 * 1024 * 1024
+"""Bytes of stdout read before an endless producer is stopped (only head and tail are kept)."""
+
+_probes: dict[tuple[str, bool], SandboxInfo] = {}
+_probe_lock = threading.Lock()
+
+
+def sandbox_info(requested: str, network: bool) -> SandboxInfo:
+    """The probe result for this host, computed once per process."""
+    with _probe_lock:
+        key = (requested, network)
+        if key not in _probes:
+            _probes[key] = probe(requested, network=network)
+        return _probes[key]
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    evaluation: Evaluation
+    cwd: str
+    stages: list[StageCommand] | None
+    tmp: str
+    per_call: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ExecOutcome:
+    exit_code: int
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    duration_ms: float
+    sandbox: str
+
+
+class ExecService:
+    """Holds what execute_bash reuses between calls: the policy, the repository view and git hardening."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.config = workspace.settings.exec
+        self.policy = CommandPolicy.from_config(self.config, workspace.settings.workspace.effective_deny)
+        self.views = ViewCache(workspace.jail)
+        self.git = GitHardening(workspace.root, shutil.which("git", path=SYSTEM_PATH))
+        self._state_dir: str | None = None
+        workspace.on_close.append(self.close)
+
+    def close(self) -> None:
+        self.views.close()
+        if self._state_dir is not None:
+            shutil.rmtree(self._state_dir, ignore_errors=True)
+            self._state_dir = None
+        with _services_lock:
+            _services.pop(self.workspace, None)
+
+    @property
+    def sandbox(self) -> SandboxInfo:
+        return sandbox_info(self.config.sandbox, self.config.network)
+
+    def status(self) -> dict[str, Any]:
+        return {"enabled": self.config.enabled, "sandbox": self.sandbox.describe(), "programs": self.policy.describe()}
+
+    def prepare(self, command: str, cwd: str) -> tuple[Evaluation, str]:
+        """Parse, expand globs and judge; returns the evaluation and the root-relative cwd. Blocking."""
+        if not self.config.enabled:
+            raise CommandNotAllowedError("execute_bash is disabled by the server policy.", rule="exec.enabled")
+        pipeline = parse_command(command, max_stages=self.config.max_stages, max_chars=self.config.max_command_chars)
+        jail = self.workspace.jail
+        fd, cwd_rel = jail.open_dir(cwd, field="cwd")
+        os.close(fd)
+        expander = GlobExpander(jail, cwd_rel)
+        stages: list[tuple[str, list[str]]] = []
+        for stage in pipeline.stages:
+            args = [text for word in stage.args for text in expander.expand(word)]
+            check_argv_size(args)
+            stages.append((stage.program, args))
+        return self.policy.evaluate(stages, JailPaths(jail, cwd_rel)), cwd_rel
+
+    def _limits(self, timeout_s: float) -> Limits:
+        mib = 1024 * 1024
+        return Limits(
+            cpu_s=int(timeout_s) + 1,
+            memory_bytes=self.config.max_memory_mb * mib,
+            file_size_bytes=self.config.max_file_size_mb * mib,
+            open_files=self.config.max_open_files,
+            processes=self.config.max_processes,
+        )
+
+    def build(
+        self, evaluation: Evaluation, cwd_rel: str, backend: Backend, tmp: str, tag: str, timeout_s: float
+    ) -> list[StageCommand]:
+        """The sandboxed command of every stage. Blocking (scans the repository view, reads git config)."""
+        view = self.views.current()
+        if not view.complete:
+            raise SandboxFailedError(
+                "The repository is too large for execute_bash to hide its protected files; use the other tools."
+            )
+        root = self.workspace.root
+        host_cwd = root if cwd_rel == "." else os.path.join(root, cwd_rel)
+        base_env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", TAG_VARIABLE: tag}
+        commands: list[StageCommand] = []
+        for plan in evaluation.plans:
+            env = {**base_env, **plan.env, **(self.git.env() if plan.needs_git_dir else {})}
+            command = stage_command(
+                backend, plan.binary, plan.args, view=view.for_git() if plan.needs_git_dir else view, cwd=host_cwd,
+                env=env, tmp=tmp, limits=self._limits(timeout_s), network=self.config.network,
+            )  # fmt: skip
+            if command is None:
+                raise CommandNotAllowedError(
+                    f"'{plan.program}' is allowed but not installed on this server.",
+                    hint="Use another program or a dedicated tool.",
+                    program=plan.program,
+                    rule="installed programs",
+                )
+            commands.append(command)
+        return commands
+
+    async def approve(self, command: str, evaluation: Evaluation, cwd: str, extras: dict[str, Any]) -> None:
+        programs = sorted({p.program for p in evaluation.plans if p.program in self.policy.ask})
+        details = {"programs": programs, "rule": "exec.ask", "cwd": cwd}
+        approve = extras.get("approve")
+        if approve is None:
+            raise ApprovalRequiredError(
+                f"'{', '.join(programs)}' needs a human's approval (exec.ask), which this client cannot give.",
+                **details,
+            )
+        if not await approve(command, details):
+            raise ApprovalDeniedError("The user did not approve this command.", **details)
+
+    def timeout_for(self, requested: float | None) -> float:
+        limits = self.workspace.limits
+        if requested is None:
+            return limits.default_timeout_s
+        if requested > limits.max_timeout_s:
+            raise InvalidArgumentsError(
+                f"timeout {requested} s is above the server's limit of {limits.max_timeout_s} s.",
+                hint=f"Use a timeout of at most {limits.max_timeout_s} seconds.",
+                field="timeout",
+                max_timeout_s=limits.max_timeout_s,
+            )
+        return requested
+
+    def backend(self) -> Backend:
+        """Raises: SandboxFailedError when the configured sandbox does not work here."""
+        info = self.sandbox
+        if info.backend is None:
+            raise SandboxFailedError(
+                f"The configured sandbox '{info.requested}' does not work on this server.",
+                hint='Ask the operator to install bubblewrap or choose exec.sandbox = "auto".',
+                tried=info.tried,
+            )
+        return info.backend
+
+    def scratch_dir(self, backend: Backend) -> tuple[str, bool]:
+        """(directory, is_per_call). The launcher backends get a fresh private temp dir per call (their
+        $HOME/$TMPDIR); bwrap has its own tmpfs and only needs the mask sources, kept for the service's life."""
+        if backend in (Backend.LANDLOCK, Backend.NONE):
+            return tempfile.mkdtemp(prefix="repo-sandbox-exec-"), True
+        with _services_lock:
+            if self._state_dir is None:
+                self._state_dir = tempfile.mkdtemp(prefix="repo-sandbox-masks-")
+                weakref.finalize(self, shutil.rmtree, self._state_dir, ignore_errors=True)  # also at exit
+            return self._state_dir, False
+
+    def plan(self, command: str, cwd: str, tag: str, timeout_s: float) -> Planned:
+        """prepare + build in one worker-thread hop; no stages yet when a human must approve first."""
+        evaluation, cwd_rel = self.prepare(command, cwd)
+        backend = self.backend()
+        tmp, per_call = self.scratch_dir(backend)
+        if evaluation.decision is Decision.ASK:
+            return Planned(evaluation, cwd_rel, None, tmp, per_call)
+        try:
+            stages = self.build(evaluation, cwd_rel, backend, tmp, tag, timeout_s)
+        except BaseException:
+            if per_call:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return Planned(evaluation, cwd_rel, stages, tmp, per_call)
+
+    async def execute(
+        self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, extras: dict[str, Any]
+    ) -> ExecOutcome:
+        """Raises: SandboxError for every refusal; TimeoutExceededError carries the partial output."""
+        timeout_s = self.timeout_for(timeout_s)
+        tag = f"{session_id}-{uuid.uuid4().hex[:12]}"
+        planned = await anyio.to_thread.run_sync(self.plan, command, cwd, tag, timeout_s)
+        try:
+            stages = planned.stages
+            if stages is None:
+                await self.approve(command, planned.evaluation, planned.cwd, extras)
+                stages = await anyio.to_thread.run_sync(
+                    lambda: self.build(planned.evaluation, planned.cwd, self.backend(), planned.tmp, tag, timeout_s)
+                )
+            result = await run_pipeline(
+                stages, timeout_s=timeout_s, stdout_cap=self._stdout_cap(), stderr_cap=self._stderr_cap(),
+                drain_limit=DRAIN_LIMIT, tag=tag,
+            )  # fmt: skip
+        finally:
+            if planned.per_call:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(lambda: shutil.rmtree(planned.tmp, ignore_errors=True))
+        return self._outcome(result, self.backend(), timeout_s)
+
+    def _stdout_cap(self) -> int:
+        return self.workspace.limits.max_output_bytes * 5 // 8
+
+    def _stderr_cap(self) -> int:
+        return self.workspace.limits.max_output_bytes // 8
+
+    def _outcome(self, result: RunResult, backend: Backend, timeout_s: float) -> ExecOutcome:
+        stdout, stderr = result.stdout.text(), result.stderr.text()
+        stdout_cut = result.stdout.truncated or result.flooded
+        budget = self.workspace.limits.max_output_bytes - 2 * OutputMeter.RESERVE
+        while OutputMeter.cost(stdout) + OutputMeter.cost(stderr) > budget and len(stdout) > 256:
+            stdout, _ = fit_text(stdout, len(stdout) * 3 // 4)
+            stdout_cut = True
+        if result.flooded:
+            stderr += f"\n[repo-sandbox: the command wrote more than {DRAIN_LIMIT} bytes and was stopped]\n"
+        if result.timed_out:
+            raise TimeoutExceededError(
+                f"The command did not finish within {timeout_s:g} s and was killed.",
+                hint="Pass a larger timeout (up to the server's maximum) or narrow the command.",
+                timeout_s=timeout_s,
+                stdout=fit_text(stdout, 8192)[0],
+                stderr=fit_text(stderr, 4096)[0],
+                stdout_truncated=True,
+                duration_ms=round(result.duration_ms, 1),
+                sandbox=str(backend),
+            )
+        return ExecOutcome(
+            exit_code=result.exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            stdout_truncated=stdout_cut,
+            stderr_truncated=result.stderr.truncated,
+            duration_ms=round(result.duration_ms, 1),
+            sandbox=str(backend),
+        )
+
+
+_services: weakref.WeakKeyDictionary[Workspace, ExecService] = weakref.WeakKeyDictionary()
+_services_lock = threading.Lock()
+
+
+def exec_service(workspace: Workspace) -> ExecService:
+    """The service of a workspace, built once."""
+    with _services_lock:
+        service = _services.get(workspace)
+        if service is None:
+            service = ExecService(workspace)
+            _services[workspace] = service
+        return service
