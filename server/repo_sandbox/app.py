@@ -8,6 +8,7 @@ import weakref
 from typing import Any
 
 from mcp.server import MCPServer, ServerRequestContext
+from mcp.server.request_state import RequestStateSecurity
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
@@ -22,6 +23,7 @@ from repo_sandbox import __version__
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
+from repo_sandbox.transports.scope import transport_session_id
 from repo_sandbox.workspace import Workspace
 
 SERVER_NAME = "repo-sandbox"
@@ -82,20 +84,29 @@ def call_tool_result(outcome: CallOutcome) -> CallToolResult:
     )
 
 
-def build_server(workspace: Workspace) -> MCPServer[Any]:
-    """An MCP server exposing the tools over `workspace`."""
+def build_server(workspace: Workspace, *, request_state_security: RequestStateSecurity | None = None) -> MCPServer[Any]:
+    """An MCP server exposing the tools over `workspace`.
+
+    `request_state_security` carries the key shared by replicas (2026-07-28 request state); None: per process.
+    """
     pipeline = build_pipeline(workspace)
     session_ids = SessionIds()
     tools = [mcp_tool(spec) for spec in TOOLS]
     schemas = {tool.name: tool.input_schema for tool in tools}
-    server: MCPServer[Any] = MCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer[Any] = MCPServer(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        request_state_security=request_state_security,
+    )
 
     async def list_tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
         context = CallContext(
-            session_id=session_ids.id_for(ctx.session),
+            session_id=transport_session_id(ctx.request) or session_ids.id_for(ctx.session),
             request_id=None if ctx.request_id is None else str(ctx.request_id),
             report_progress=ctx.session.report_progress,
         )
