@@ -29,7 +29,6 @@ class Probe:
 
     started: anyio.Event = field(default_factory=anyio.Event)
     release: anyio.Event = field(default_factory=anyio.Event)
-    cancelled: int = 0
     child_pids: list[int] = field(default_factory=list[int])
 
 
@@ -56,18 +55,16 @@ def build_feature_server() -> tuple[MCPServer, Probe]:
 
     @server.tool()
     async def confirm(question: str, answer: Annotated[ElicitationResult[Confirm], Resolve(ask_user)]) -> str:
-        if isinstance(answer, AcceptedElicitation):
-            return f"confirmed={answer.data.confirm}"
-        return f"not confirmed: {answer.action}"
+        if not isinstance(answer, AcceptedElicitation):
+            return f"not confirmed: {answer.action}"
+        data: object = answer.data  # a resolver's non-marker value (NotAsked) arrives as accepted data
+        if isinstance(data, NotAsked):
+            return f"not asked: {data.reason}"
+        return f"confirmed={answer.data.confirm}"
 
     @server.tool()
-    async def wait_for_cancel() -> str:
-        probe.started.set()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            probe.cancelled += 1
-        return "unreachable"
+    async def big(kib: int) -> str:
+        return "x" * (kib * 1024)
 
     @server.tool()
     async def wait_for_release() -> str:

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,3 +168,10 @@ def running_subprocess(root: Path, log: Path, *args: str, **kwargs: Any) -> Iter
         if server.process.poll() is None:
             server.process.kill()
             server.process.wait()
+
+
+async def wait_until(condition: Callable[[], bool]) -> None:
+    """Wait (at most 10 s) for state outside this event loop's control: another process, a server's socket."""
+    with anyio.fail_after(10):
+        while not condition():  # noqa: ASYNC110  # no event to wait on: the state belongs to the kernel or the server
+            await anyio.sleep(0.02)

@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from repo_sandbox.transports.auth import BearerAuth
 from repo_sandbox.transports.drain import Drain
-from repo_sandbox.transports.limits import RateLimiter
+from repo_sandbox.transports.limits import RateLimiter, send_with_timeout
 from repo_sandbox.transports.origin import HostOriginPolicy
 from repo_sandbox.transports.scope import SESSION_ID_KEY
 
@@ -97,6 +97,7 @@ class Gate:
         drain: Drain,
         session_rate: RateLimiter | None = None,
         address_rate: RateLimiter | None = None,
+        send_timeout_s: float | None = None,
     ) -> None:
         self.app = app
         self.policy = policy
@@ -104,6 +105,7 @@ class Gate:
         self.drain = drain
         self.session_rate = session_rate
         self.address_rate = address_rate
+        self.send_timeout_s = send_timeout_s
 
     def _check(self, scope: Scope) -> Refusal | None:
         headers = Headers(scope=scope)
@@ -139,4 +141,6 @@ class Gate:
         if scope["type"] == "http" and Headers(scope=scope).get(MCP_SESSION_HEADER):
             # Per-session state follows the MCP session; a sessionless request is a session of its own.
             scope = {**scope, SESSION_ID_KEY: http_session_key(scope)}
+        if scope["type"] == "http" and self.send_timeout_s is not None:
+            send = send_with_timeout(send, self.send_timeout_s)
         await self.app(scope, receive, send)

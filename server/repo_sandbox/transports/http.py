@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server import MCPServer
@@ -30,7 +30,7 @@ from repo_sandbox.transports.drain import Drain
 from repo_sandbox.transports.gate import Gate
 from repo_sandbox.transports.limits import BodyLimit, RateLimiter, SessionSlots
 from repo_sandbox.transports.origin import HostOriginPolicy
-from repo_sandbox.transports.websocket import WebSocketEndpoint, WebSocketLimits
+from repo_sandbox.transports.websocket import OpenConnections, WebSocketEndpoint, WebSocketLimits
 
 logger = logging.getLogger("repo_sandbox.transports")
 
@@ -48,7 +48,7 @@ class CountedSessionManager(StreamableHTTPSessionManager):
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             session_idle_timeout=settings.session_idle_timeout_s,
             max_request_body_size=settings.max_body_bytes,
-            max_sessions=None,
+            max_sessions=settings.max_sessions,  # also checked (first) against the shared slots
         )
         self.slots = slots
 
@@ -75,8 +75,8 @@ class HttpService:
     drain: Drain
     slots: SessionSlots
     sessions: CountedSessionManager
+    websockets: OpenConnections
     settings: ServerConfig
-    extras: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
 async def healthz(request: Request) -> Response:
@@ -106,8 +106,10 @@ def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | 
         drain=drain,
         session_rate=rate,
         address_rate=address_rate,
+        send_timeout_s=settings.send_timeout_s,
     )
-    ws_app = Gate(WebSocketEndpoint(server, limits), policy=policy, auth=auth, drain=drain)
+    ws_endpoint = WebSocketEndpoint(server, limits)
+    ws_app = Gate(ws_endpoint, policy=policy, auth=auth, drain=drain)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -123,4 +125,4 @@ def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | 
         ],
         lifespan=lifespan,
     )
-    return HttpService(app, drain, slots, sessions, settings)
+    return HttpService(app, drain, slots, sessions, ws_endpoint.connections, settings)

@@ -16,17 +16,20 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 import uvicorn
 from mcp.server import MCPServer
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from repo_sandbox.config.model import ServerConfig
-from repo_sandbox.transports.auth import install_log_redaction, load_token
+from repo_sandbox.transports.auth import StartupRefused, install_log_redaction, load_token
 from repo_sandbox.transports.http import HttpService, build_http_app
 
 logger = logging.getLogger("repo_sandbox.transports")
+
+FLUSH_TIMEOUT_S: Final = 1.0
+"""On shutdown, how long WebSocket clients get to receive the answers to their last requests."""
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -107,6 +110,7 @@ class DrainingServer(uvicorn.Server):
         for server in self.servers:
             server.close()
         cancelled = await self.service.drain.drain(self.service.settings.shutdown_grace_s)
+        await self.service.websockets.flush(FLUSH_TIMEOUT_S)
         logger.info("shutdown: in-flight calls drained (%d cancelled)", cancelled)
         await super().shutdown(sockets)
 
@@ -161,6 +165,9 @@ def serve_http(server: MCPServer[Any], settings: ServerConfig, env: Mapping[str,
     logging.getLogger("uvicorn.error").addFilter(_DeniedHandshakeFilter())
     if token is None:
         logger.warning("no token in $%s: serving %s without authentication", settings.token_env, settings.host)
-    service = build_http_app(server, settings, token)
+    try:
+        service = build_http_app(server, settings, token)
+    except ValueError as exc:  # a malformed allowlist entry
+        raise StartupRefused(str(exc)) from None
     uvicorn_server = DrainingServer(uvicorn_config(service), service)
     uvicorn_server.run()

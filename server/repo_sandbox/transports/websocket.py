@@ -44,6 +44,25 @@ class WebSocketLimits:
     send_timeout_s: float
 
 
+class OpenConnections:
+    """The live WebSocket connections, so that a shutdown can let their last answers out first."""
+
+    def __init__(self) -> None:
+        self._connections: set[_Connection] = set()
+
+    def add(self, connection: _Connection) -> None:
+        self._connections.add(connection)
+
+    def discard(self, connection: _Connection) -> None:
+        self._connections.discard(connection)
+
+    async def flush(self, timeout_s: float) -> None:
+        """Wait (bounded) until every request a client sent has been answered on the wire."""
+        with anyio.move_on_after(timeout_s):
+            for connection in list(self._connections):
+                await connection.all_answered.wait()
+
+
 class _Connection:
     """One WebSocket connection: pumps frames between the socket and the MCP server's streams."""
 
@@ -52,7 +71,19 @@ class _Connection:
         self.limits = limits
         self.session_id = session_id
         self.pending: set[types.RequestId] = set()
+        self.all_answered = anyio.Event()
+        self.all_answered.set()
         self.closed_by_server = False
+
+    def _track(self, request_id: types.RequestId) -> None:
+        self.pending.add(request_id)
+        if self.all_answered.is_set():
+            self.all_answered = anyio.Event()
+
+    def _untrack(self, request_id: object) -> None:
+        self.pending.discard(request_id)  # pyright: ignore[reportArgumentType]
+        if not self.pending:
+            self.all_answered.set()
 
     async def read_frames(self, inbound: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
         metadata = ServerMessageMetadata(request_context=self.websocket)
@@ -86,8 +117,7 @@ class _Connection:
         """Apply the rate limit; track requests in flight (an idle connection with work pending stays open)."""
         is_cancel = isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled"
         if is_cancel:
-            request_id = (message.params or {}).get("requestId")  # pyright: ignore[reportAttributeAccessIssue]
-            self.pending.discard(request_id)
+            self._untrack((message.params or {}).get("requestId"))  # pyright: ignore[reportAttributeAccessIssue]
             return True
         retry_after = self.limits.rate.acquire(self.session_id)
         if retry_after is not None:
@@ -97,16 +127,16 @@ class _Connection:
                 await self._send_text(body.decode())
             return False
         if isinstance(message, types.JSONRPCRequest):
-            self.pending.add(message.id)
+            self._track(message.id)
         return True
 
     async def write_frames(self, outbound: MemoryObjectReceiveStream[SessionMessage]) -> None:
         async with outbound:
             async for session_message in outbound:
                 message = session_message.message
-                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                    self.pending.discard(message.id)  # pyright: ignore[reportArgumentType]
                 await self._send_text(message.model_dump_json(by_alias=True, exclude_unset=True))
+                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                    self._untrack(message.id)
 
     async def _send_text(self, text: str) -> None:
         with anyio.fail_after(self.limits.send_timeout_s):
@@ -118,11 +148,14 @@ class _Connection:
             await self.websocket.close(code, reason)
 
 
-async def serve_websocket(websocket: WebSocket, server: MCPServer[Any], limits: WebSocketLimits) -> None:
+async def serve_websocket(
+    websocket: WebSocket, server: MCPServer[Any], limits: WebSocketLimits, connections: OpenConnections
+) -> None:
     """Serve one WebSocket connection (its session slot already taken) until either side closes it."""
     session_id = "ws-" + uuid.uuid4().hex[:16]
     websocket.scope[SESSION_ID_KEY] = session_id
     connection = _Connection(websocket, limits, session_id)
+    connections.add(connection)
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
     inbound_send, inbound_receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     outbound_send, outbound_receive = anyio.create_memory_object_stream[SessionMessage](16)
@@ -143,6 +176,7 @@ async def serve_websocket(websocket: WebSocket, server: MCPServer[Any], limits: 
             tg.start_soon(run_then_stop, lambda: connection.write_frames(outbound_receive))
             await lowlevel.run(inbound_receive, outbound_send, lowlevel.create_initialization_options())
     finally:
+        connections.discard(connection)
         limits.slots.release()
         limits.rate.forget(session_id)
         logger.info("websocket session %s closed", session_id)
@@ -154,6 +188,7 @@ class WebSocketEndpoint:
     def __init__(self, server: MCPServer[Any], limits: WebSocketLimits) -> None:
         self.server = server
         self.limits = limits
+        self.connections = OpenConnections()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "websocket":
@@ -167,4 +202,4 @@ class WebSocketEndpoint:
         if not self.limits.slots.try_acquire():
             await refuse(scope, receive, send, TOO_MANY_SESSIONS)
             return
-        await serve_websocket(WebSocket(scope, receive, send), self.server, self.limits)
+        await serve_websocket(WebSocket(scope, receive, send), self.server, self.limits, self.connections)
