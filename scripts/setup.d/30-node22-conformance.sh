@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 NODE_PIN="22.23.3"
-CONFORMANCE_PIN="0.1.16"
+CONFORMANCE_PIN="0.2.0-alpha.12"
 INSPECTOR_PIN="2.12.0"
 prefix=.tools/node22
 stamp="$prefix/.stamp"

@@ -117,6 +117,7 @@ class Subprocess:
     process: subprocess.Popen[bytes]
     base_url: str
     log: Path
+    root: Path
 
     @property
     def mcp_url(self) -> str:
@@ -150,7 +151,7 @@ def start_server(
     while time.monotonic() < deadline:
         match = re.search(r"listening on (http://\S+)", log.read_text(errors="replace"))
         if match:
-            return Subprocess(process, match.group(1), log)
+            return Subprocess(process, match.group(1), log, root)
         if process.poll() is not None:
             raise AssertionError(f"server exited with {process.returncode}: {log.read_text(errors='replace')}")
         time.sleep(0.05)
