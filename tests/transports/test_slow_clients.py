@@ -80,7 +80,7 @@ async def test_request_body_that_never_arrives_gets_408() -> None:
 
 async def test_connection_flood_gets_503_and_clears_when_the_idlers_time_out() -> None:
     server, _ = build_feature_server()
-    settings = ServerConfig(transport="http", max_connections=4, header_timeout_s=0.5)
+    settings = ServerConfig(transport="http", max_connections=4, header_timeout_s=1.5)
     with anyio.fail_after(10):
         async with serve_in_process(server, settings) as running:
             idlers = [await anyio.connect_tcp(*tcp_address(running)) for _ in range(4)]

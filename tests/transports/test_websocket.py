@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from feature_server import build_feature_server
-from harness import TOKEN, Subprocess, http_client, mcp_client, serve_in_process, wait_until
+from harness import TOKEN, Subprocess, http_client, serve_in_process, wait_until
 from mcp import Client
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -138,6 +138,7 @@ async def test_oversized_message_closes_the_connection_with_1009() -> None:
 async def test_idle_connection_is_closed_but_one_with_a_call_in_flight_is_not() -> None:
     server, probe = build_feature_server()
     settings = ServerConfig(transport="http", session_idle_timeout_s=0.3)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "wait_for_release", "arguments": {}}}
     with anyio.fail_after(20):
         async with serve_in_process(server, settings) as running:
             idle = await open_raw(running.ws_url)
@@ -145,12 +146,17 @@ async def test_idle_connection_is_closed_but_one_with_a_call_in_flight_is_not() 
                 with pytest.raises(ConnectionClosed):
                     await idle.recv()
             assert idle.close_code == 1001
-            async with mcp_client(running, "ws", "legacy") as client, anyio.create_task_group() as tg:
-                tg.start_soon(client.call_tool, "wait_for_release", {})
+            busy = await open_raw(running.ws_url)
+            async with busy:
+                for frame in (INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call):
+                    await busy.send(json.dumps(frame))  # back to back: no idle gap before the call
+                assert json.loads(await busy.recv())["id"] == 0
                 await probe.started.wait()
-                await anyio.sleep(0.6)  # two idle periods pass while the call is in flight
+                await anyio.sleep(0.9)  # three idle periods pass while the call is in flight
                 probe.release.set()
-            # The call returned and the session survived the wait.
+                answer = json.loads(await busy.recv())
+    assert answer["id"] == 1
+    assert answer["result"]["content"][0]["text"] == "released"
 
 
 async def test_sessions_over_the_limit_are_refused_across_http_and_websocket() -> None:
