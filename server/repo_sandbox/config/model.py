@@ -70,10 +70,10 @@ class ServerConfig(_Section):
     """Sustained messages per second per session (a stateful HTTP session or a WebSocket connection)."""
     rate_burst: int = Field(default=40, ge=1)
     """Messages a session may send at once above the sustained rate (then 429 / a JSON-RPC error)."""
-    address_rate_per_s: float = Field(default=200.0, gt=0)
-    """Sustained sessionless requests (2026-07-28, handshakes) per second from one client address."""
-    address_rate_burst: int = Field(default=400, ge=1)
-    """Sessionless requests one client address may send at once above its sustained rate."""
+    address_rate_per_s: float = Field(default=500.0, gt=0)
+    """Sustained HTTP requests and WebSocket handshakes per second from one client address, all sessions together."""
+    address_rate_burst: int = Field(default=1000, ge=1)
+    """Requests one client address may send at once above its sustained rate."""
     header_timeout_s: float = Field(default=10.0, gt=0)
     """Time a connection gets to send a complete request head; slower connections are closed."""
     body_timeout_s: float = Field(default=30.0, gt=0)

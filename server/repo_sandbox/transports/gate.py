@@ -76,13 +76,15 @@ async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -
     await send({"type": f"{prefix}.response.body", "body": body})
 
 
-def http_session_key(scope: Scope) -> str:
-    """Whom an HTTP request belongs to: its MCP session ("http-…") when it has one, else its address ("addr-…")."""
-    session = Headers(scope=scope).get(MCP_SESSION_HEADER)
-    if session:
-        return "http-" + hashlib.sha256(session.encode()).hexdigest()[:16]
+def address_key(scope: Scope) -> str:
     client = scope.get("client")
     return f"addr-{client[0]}" if client else "addr-unknown"
+
+
+def http_session_key(scope: Scope) -> str | None:
+    """The MCP session an HTTP request names ("http-…", a hash: session ids are credentials), if any."""
+    session = Headers(scope=scope).get(MCP_SESSION_HEADER)
+    return "http-" + hashlib.sha256(session.encode()).hexdigest()[:16] if session else None
 
 
 class Gate:
@@ -122,12 +124,14 @@ class Gate:
             return UNAUTHORIZED
         if self.drain.draining:
             return SHUTTING_DOWN
-        if not websocket:
-            key = http_session_key(scope)
-            rate = self.session_rate if key.startswith("http-") else self.address_rate
-            retry_after = rate.acquire(key) if rate is not None else None
-            if retry_after is not None:
-                return rate_limited(retry_after)
+        # Every request (and WebSocket handshake) spends from its address's budget, so that a made-up
+        # session id buys nothing; requests of a session also spend from that session's own budget.
+        retry_after = self.address_rate.acquire(address_key(scope)) if self.address_rate is not None else None
+        session = None if websocket else http_session_key(scope)
+        if retry_after is None and session is not None and self.session_rate is not None:
+            retry_after = self.session_rate.acquire(session)
+        if retry_after is not None:
+            return rate_limited(retry_after)
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -138,9 +142,10 @@ class Gate:
         if refusal is not None:
             await refuse(scope, receive, send, refusal)
             return
-        if scope["type"] == "http" and Headers(scope=scope).get(MCP_SESSION_HEADER):
+        session = http_session_key(scope) if scope["type"] == "http" else None
+        if session is not None:
             # Per-session state follows the MCP session; a sessionless request is a session of its own.
-            scope = {**scope, SESSION_ID_KEY: http_session_key(scope)}
+            scope = {**scope, SESSION_ID_KEY: session}
         if scope["type"] == "http" and self.send_timeout_s is not None:
             send = send_with_timeout(send, self.send_timeout_s)
         await self.app(scope, receive, send)

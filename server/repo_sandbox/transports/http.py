@@ -109,7 +109,7 @@ def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | 
         send_timeout_s=settings.send_timeout_s,
     )
     ws_endpoint = WebSocketEndpoint(server, limits)
-    ws_app = Gate(ws_endpoint, policy=policy, auth=auth, drain=drain)
+    ws_app = Gate(ws_endpoint, policy=policy, auth=auth, drain=drain, address_rate=address_rate)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
