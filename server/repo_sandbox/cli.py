@@ -19,6 +19,8 @@ COMMANDS = ("serve", "tools", "call", "check-config")
 
 EPILOG = """examples:
   repo-sandbox --root /path/to/repo                 serve the repository over stdio (for MCP clients)
+  REPO_SANDBOX_TOKEN=... repo-sandbox serve --transport http --host 0.0.0.0 --root /repo
+                                                    Streamable HTTP at /mcp, WebSocket at /ws, /healthz
   repo-sandbox call search_text '{"pattern": "TODO"}' --root .
   repo-sandbox tools                                list the tools with their schemas
   repo-sandbox check-config config.toml             validate a config file and print the effective policy

@@ -114,7 +114,10 @@ class _Connection:
                 await inbound.send(SessionMessage(message, metadata=metadata))
 
     async def _admit(self, message: types.JSONRPCMessage) -> bool:
-        """Apply the rate limit; track requests in flight (an idle connection with work pending stays open)."""
+        """Apply the rate limit to the client's requests and notifications (cancellations always pass); track
+        requests in flight (an idle connection with work pending stays open)."""
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            return True  # answers to our own requests (elicitation): bounded by us, never dropped
         is_cancel = isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled"
         if is_cancel:
             self._untrack((message.params or {}).get("requestId"))  # pyright: ignore[reportAttributeAccessIssue]
