@@ -13,6 +13,7 @@ from mcp.server import MCPServer, NotificationOptions, ServerRequestContext
 from mcp.server.connection import NotifyOnlyOutbound
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateSecurity
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.types import (
     CallToolRequestParams,
@@ -33,6 +34,7 @@ from repo_sandbox.runtime.elicitation import ELICIT, InputRequired, can_ask_user
 from repo_sandbox.runtime.guard import TOOLS_CHANGED
 from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
+from repo_sandbox.transports.scope import transport_session_id
 from repo_sandbox.workspace import Workspace
 
 SERVER_NAME = "repo-sandbox"
@@ -157,14 +159,25 @@ async def _remember_request(ctx: ServerRequestContext[Any], call_next: CallNext)
         _current_request.reset(token)
 
 
-def build_server(workspace: Workspace, *, clock: Clock | None = None) -> MCPServer[Any]:
-    """An MCP server exposing the tools over `workspace`; `clock` drives the guard rails (tests pass a fake)."""
+def build_server(
+    workspace: Workspace, *, clock: Clock | None = None, request_state_security: RequestStateSecurity | None = None
+) -> MCPServer[Any]:
+    """An MCP server exposing the tools over `workspace`.
+
+    `clock` drives the guard rails (tests pass a fake); `request_state_security` carries the key shared by
+    replicas (2026-07-28 request state), None: a key per process.
+    """
     loop = AgentLoopState.from_workspace(workspace, clock)
     pipeline = build_pipeline(workspace, loop)
     session_ids = SessionIds()
     tools = [mcp_tool(spec) for spec in TOOLS]
     schemas = {tool.name: tool.input_schema for tool in tools}
     bus = InMemorySubscriptionBus()
+
+    def session_of(ctx: ServerRequestContext[Any]) -> str:
+        """One id per client session: the transport's (HTTP session, WebSocket) when it has one, else the connection's."""
+        return transport_session_id(ctx.request) or session_ids.id_for(ctx.session)
+
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME,
         version=__version__,
@@ -172,11 +185,12 @@ def build_server(workspace: Workspace, *, clock: Clock | None = None) -> MCPServ
         log_level="WARNING",
         subscriptions=bus,
         middleware=[_remember_request],
+        request_state_security=request_state_security,
     )
 
     async def list_tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
         can_elicit = can_ask_user(ctx.session, ctx.protocol_version)
-        notes = loop.guard.blocked_descriptions(session_ids.id_for(ctx.session))
+        notes = loop.guard.blocked_descriptions(session_of(ctx))
         listed: list[Tool] = []
         for tool in tools:
             if TOOLS_BY_NAME[tool.name].needs_elicitation and not can_elicit:
@@ -207,7 +221,7 @@ def build_server(workspace: Workspace, *, clock: Clock | None = None) -> MCPServ
             extras[ELICIT] = elicit
             extras[APPROVE] = make_approve(elicit)
         context = CallContext(
-            session_id=session_ids.id_for(ctx.session),
+            session_id=session_of(ctx),
             request_id=None if ctx.request_id is None else str(ctx.request_id),
             report_progress=ctx.session.report_progress,
             extras=extras,
@@ -221,9 +235,7 @@ def build_server(workspace: Workspace, *, clock: Clock | None = None) -> MCPServ
         ctx = _current_request.get()
         if ctx is None:
             return resources.Caller(session_id="local", can_elicit=False)
-        return resources.Caller(
-            session_id=session_ids.id_for(ctx.session), can_elicit=can_ask_user(ctx.session, ctx.protocol_version)
-        )
+        return resources.Caller(session_id=session_of(ctx), can_elicit=can_ask_user(ctx.session, ctx.protocol_version))
 
     @server.resource(resources.POLICY_URI, name="policy", mime_type="application/json")
     async def policy() -> str:

@@ -20,6 +20,8 @@ COMMANDS = ("serve", "tools", "call", "check-config", "audit", *BRIDGE_COMMANDS)
 
 EPILOG = """examples:
   repo-sandbox --root /path/to/repo                 serve the repository over stdio (for MCP clients)
+  REPO_SANDBOX_TOKEN=... repo-sandbox serve --transport http --host 0.0.0.0 --root /repo
+                                                    Streamable HTTP at /mcp, WebSocket at /ws, /healthz
   repo-sandbox call search_text '{"pattern": "TODO"}' --root .
   repo-sandbox tools                                list the tools with their schemas
   repo-sandbox check-config config.toml             validate a config file and print the effective policy
@@ -54,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve the repository over MCP (the default command)")
     _add_policy_flags(serve)
-    serve.add_argument("--transport", choices=["stdio"], help="transport to serve (default: stdio)")
+    serve.add_argument("--transport", choices=["stdio", "http"], help="stdio (default), or http: /mcp, /ws, /healthz")
+    serve.add_argument("--host", help="http: address to listen on (default 127.0.0.1; others need a token)")
+    serve.add_argument("--port", type=int, help="http: port to listen on (default 8765; 0 picks a free one)")
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level on stderr")
 
     sub.add_parser("tools", help="print the tools with their input/output schemas and annotations (JSON)")
@@ -86,6 +90,9 @@ def _settings(args: argparse.Namespace, config: str | None) -> Settings:
         overrides[("workspace", "root")] = args.root
     if getattr(args, "transport", None):
         overrides[("server", "transport")] = args.transport
+    for key in ("host", "port"):
+        if getattr(args, key, None) is not None:
+            overrides[("server", key)] = getattr(args, key)
     if getattr(args, "log_level", None):
         overrides[("server", "log_level")] = args.log_level
     return load_settings(config, overrides=overrides)
@@ -96,7 +103,6 @@ def _configure_logging(level: str) -> None:
 
 
 def _serve(settings: Settings) -> int:
-    from repo_sandbox.transports.stdio import serve_stdio
     from repo_sandbox.workspace import Workspace
 
     _configure_logging(settings.server.log_level)
@@ -107,11 +113,35 @@ def _serve(settings: Settings) -> int:
 
         exec_service(workspace).status()  # probe the OS sandbox once at start-up; logs it (loudly when none)
     try:
+        if settings.server.transport == "http":
+            return _serve_http(workspace)
+        from repo_sandbox.transports.stdio import serve_stdio
+
         serve_stdio(workspace)
     except KeyboardInterrupt:
         pass
     finally:
         workspace.close()
+    return 0
+
+
+def _serve_http(workspace: Any) -> int:
+    import os
+
+    from mcp.server.request_state import RequestStateSecurity
+
+    from repo_sandbox.app import build_server
+    from repo_sandbox.transports.auth import StartupRefused, load_request_state_keys
+    from repo_sandbox.transports.serve import serve_http
+
+    settings = workspace.settings.server
+    try:
+        keys = load_request_state_keys(settings, os.environ)
+        security = RequestStateSecurity(keys=keys) if keys else None
+        serve_http(build_server(workspace, request_state_security=security), settings)
+    except StartupRefused as exc:
+        print(f"repo-sandbox: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

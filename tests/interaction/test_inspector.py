@@ -1,13 +1,14 @@
 """Inspector acceptance: the pinned MCP Inspector CLI (a TypeScript client that validates structuredContent
 against the output schema, errors included) lists the tools and accepts every result, graded errors too.
 
-`scripts/bootstrap` installs the Inspector into .tools/npm (scripts/setup.d/inspector.sh), so nothing is
-downloaded here; a missing Inspector is a failure, never a skip.
+`scripts/bootstrap` installs the Inspector and Node 22 into .tools/node22
+(scripts/setup.d/30-node22-conformance.sh), so nothing is downloaded here; a missing Inspector is a failure, never a skip.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,8 @@ from e2e_tree import build_tree
 pytestmark = pytest.mark.inspector
 
 PROJECT = Path(__file__).resolve().parents[2]
-INSPECTOR = PROJECT / ".tools" / "npm" / "node_modules" / ".bin" / "mcp-inspector"
+NODE22_BIN = PROJECT / ".tools" / "node22" / "node_modules" / ".bin"
+INSPECTOR = NODE22_BIN / "mcp-inspector"
 INSPECTOR_VERSION = "2.12.0"
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 TIMEOUT_S = 120
@@ -31,7 +33,7 @@ EXIT_TOOL_IS_ERROR = 5
 def inspector() -> Path:
     manifest = INSPECTOR.parents[1] / "@modelcontextprotocol" / "inspector" / "package.json"
     assert INSPECTOR.exists() and manifest.exists(), (
-        "MCP Inspector missing: run scripts/bootstrap (setup.d/inspector.sh)"
+        "MCP Inspector missing: run scripts/bootstrap (setup.d/30-node22-conformance.sh)"
     )
     assert json.loads(manifest.read_text())["version"] == INSPECTOR_VERSION
     return INSPECTOR
@@ -51,6 +53,7 @@ def inspect(inspector: Path, server: list[str], *method: str) -> tuple[int, Any,
         timeout=TIMEOUT_S,
         check=False,
         cwd=PROJECT,
+        env={**os.environ, "PATH": f"{NODE22_BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
     )
     try:
         output = json.loads(done.stdout)

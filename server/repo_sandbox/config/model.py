@@ -45,10 +45,49 @@ class _Section(BaseModel):
 class ServerConfig(_Section):
     """How the server talks to clients."""
 
-    transport: Literal["stdio"] = "stdio"
-    """Transport to serve. stdio is the only one in this release."""
+    transport: Literal["stdio", "http"] = "stdio"
+    """Transport to serve: stdio, or http (Streamable HTTP at /mcp, WebSocket at /ws, /healthz)."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     """Log level for the server's own log on stderr."""
+    # --- network transports (transport = "http"); see transports/http.py ---
+    host: str = "127.0.0.1"
+    """Address to listen on. A non-loopback address requires a token."""
+    port: int = Field(default=8765, ge=0, le=65535)
+    """TCP port to listen on (0 picks a free one)."""
+    token_env: str = Field(default="REPO_SANDBOX_TOKEN", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Name of the environment variable holding the bearer token clients must present."""
+    dns_rebinding_protection: bool = True
+    """Check Host and Origin headers against the allowlists below (refused with 421 / 403)."""
+    allowed_hosts: list[str] = Field(default_factory=list[str])
+    """Extra Host values ("name" = any port, "name:port" = that port); loopback names are always allowed."""
+    allowed_origins: list[str] = Field(default_factory=list[str])
+    """Extra Origin values ("https://app.example.com"); http://localhost, 127.0.0.1 and [::1] are allowed."""
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    """Largest HTTP request body or WebSocket message; larger ones are refused (413 / close 1009)."""
+    max_sessions: int = Field(default=64, ge=1)
+    """Most concurrent sessions: stateful HTTP sessions and WebSocket connections together (then 503)."""
+    max_connections: int = Field(default=256, ge=1)
+    """Most concurrent TCP connections and in-flight HTTP requests (then 503)."""
+    rate_per_s: float = Field(default=20.0, gt=0)
+    """Sustained messages per second per session (a stateful HTTP session or a WebSocket connection)."""
+    rate_burst: int = Field(default=40, ge=1)
+    """Messages a session may send at once above the sustained rate (then 429 / a JSON-RPC error)."""
+    address_rate_per_s: float = Field(default=500.0, gt=0)
+    """Sustained HTTP requests and WebSocket handshakes per second from one client address, all sessions together."""
+    address_rate_burst: int = Field(default=1000, ge=1)
+    """Requests one client address may send at once above its sustained rate."""
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    """Time a connection gets to send a complete request head; slower connections are closed."""
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    """Time a client gets to send a request body (408 after it)."""
+    send_timeout_s: float = Field(default=30.0, gt=0)
+    """Longest a single write to a client may block (a client that stops reading is disconnected)."""
+    session_idle_timeout_s: float = Field(default=600.0, gt=0)
+    """Stateful HTTP sessions and WebSocket connections with no traffic for this long are closed."""
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
+    """On SIGTERM: time in-flight calls get to finish before they are cancelled (and their processes killed)."""
+    request_state_key_env: str = Field(default="REPO_SANDBOX_STATE_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Environment variable with the key sealing 2026-07-28 request state; replicas must share it."""
 
 
 class WorkspaceConfig(_Section):

@@ -1,0 +1,128 @@
+"""One ASGI app for the network transports: Streamable HTTP at /mcp, WebSocket at /ws, /healthz.
+
+Both endpoints sit behind the same `Gate` (Host/Origin, token, rate, body limits) and share one pool
+of session slots. Both protocol eras are served on both: on /mcp the SDK routes by the
+`MCP-Protocol-Version` header (2026-07-28 requests are sessionless; 2025-11-25 sessions are stateful
+with SSE responses, so progress, push elicitation and cancellation work); on /ws the first request decides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import Receive, Scope, Send
+
+from repo_sandbox.config.model import ServerConfig
+from repo_sandbox.transports.auth import BearerAuth
+from repo_sandbox.transports.drain import Drain
+from repo_sandbox.transports.gate import Gate
+from repo_sandbox.transports.limits import BodyLimit, RateLimiter, SessionSlots
+from repo_sandbox.transports.origin import HostOriginPolicy
+from repo_sandbox.transports.websocket import OpenConnections, WebSocketEndpoint, WebSocketLimits
+
+logger = logging.getLogger("repo_sandbox.transports")
+
+
+class CountedSessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager, drawing its stateful sessions from the slots WebSockets use too."""
+
+    def __init__(self, server: MCPServer[Any], slots: SessionSlots, settings: ServerConfig) -> None:
+        super().__init__(
+            app=server._lowlevel_server,  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
+            json_response=False,
+            stateless=False,
+            # Host/Origin are checked by the Gate (which also accepts a Host without a port); the SDK's
+            # transport keeps its Content-Type check.
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            session_idle_timeout=settings.session_idle_timeout_s,
+            max_request_body_size=settings.max_body_bytes,
+            max_sessions=settings.max_sessions,  # also checked (first) against the shared slots
+        )
+        self.slots = slots
+
+    def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
+        if not self.slots.try_acquire():
+            return None
+        return super()._admit_session(requestor)
+
+    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
+        if self._server_instances.pop(session_id, None) is not None:
+            self.slots.release()
+        await super()._discard_session(session_id, transport)
+
+    @property
+    def open_sessions(self) -> int:
+        return len(self._server_instances)
+
+
+@dataclass
+class HttpService:
+    """The assembled app and the parts the server loop and tests need to reach."""
+
+    app: Starlette
+    drain: Drain
+    slots: SessionSlots
+    sessions: CountedSessionManager
+    websockets: OpenConnections
+    settings: ServerConfig
+
+
+async def healthz(request: Request) -> Response:
+    """Liveness for load balancers and probes; says nothing about the server or the repository."""
+    return JSONResponse({"status": "ok"}, headers={"cache-control": "no-store"})
+
+
+def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | None) -> HttpService:
+    """The ASGI app serving `server` (from `app.build_server`) under the limits and checks of `settings`."""
+    drain = Drain()
+    server.middleware.insert(0, drain)
+    slots = SessionSlots(settings.max_sessions)
+    sessions = CountedSessionManager(server, slots, settings)
+    rate = RateLimiter(settings.rate_per_s, settings.rate_burst)
+    address_rate = RateLimiter(settings.address_rate_per_s, settings.address_rate_burst)
+    policy = HostOriginPolicy.from_settings(settings)
+    auth = BearerAuth(token)
+    limits = WebSocketLimits(rate, slots, settings.session_idle_timeout_s, settings.send_timeout_s)
+
+    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        await sessions.handle_request(scope, receive, send)
+
+    mcp_app = Gate(
+        BodyLimit(mcp_endpoint, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s),
+        policy=policy,
+        auth=auth,
+        drain=drain,
+        session_rate=rate,
+        address_rate=address_rate,
+        send_timeout_s=settings.send_timeout_s,
+    )
+    ws_endpoint = WebSocketEndpoint(server, limits)
+    ws_app = Gate(ws_endpoint, policy=policy, auth=auth, drain=drain, address_rate=address_rate)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with sessions.run():
+            yield
+
+    app = Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]),
+            WebSocketRoute("/ws", ws_app),
+            Route("/ws", ws_app, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    return HttpService(app, drain, slots, sessions, ws_endpoint.connections, settings)
