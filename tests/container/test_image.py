@@ -73,7 +73,7 @@ async def test_tools_over_stdio_in_a_hardened_container(repo: Path, mode: str) -
             listed = await client.call_tool("search_files", {"pattern": "*"})
             denied = await client.call_tool("read_file", {"path": ".env"})
             escaped = await client.call_tool("read_file", {"path": "/etc/passwd"})
-    assert tools == {"search_files", "read_file", "search_text", "count_lines"}
+    assert tools == {"search_files", "read_file", "search_text", "count_lines", "execute_bash"}
     assert found.structured_content is not None and found.structured_content["total_matches"] == 2
     assert read.structured_content is not None and read.structured_content["total_lines"] == 2
     assert counted.structured_content is not None and counted.structured_content["files"] == 2
