@@ -1,10 +1,13 @@
 """execute_bash end to end for one workspace: parse, expand, judge, approve, sandbox, run, shape the result.
 
-Approval interface (until the approvals issue wires MCP elicitation): a command whose programs include one
-from `exec.ask` calls `await context.extras["approve"](command, details)` when the transport put such a
-function there; `details` is `{"programs": [...], "rule": "exec.ask", "cwd": ...}` and the function returns
-True to run the command or False to refuse it (`approval_denied`). Without that key the command is refused
-with `approval_required`: fail closed.
+Approvals: a command whose programs include one from `exec.ask` calls the call's
+`extras[runtime.approvals.APPROVE](command, details)` (put there by the MCP wiring when the client can ask
+its user, see `runtime.approvals`); `details` is `{"programs": [...], "rule": "exec.ask", "cwd": ...}` and
+the answer is True to run the command or False to refuse it (`approval_denied`). Without that key the
+command is refused with `approval_required`: fail closed. Nothing is remembered between calls.
+
+Every error raised once the command has started (`timeout`, `killed`, `sandbox_failed`) carries
+`duration_ms` in its details, so the exec-seconds budget counts the time it took.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 import weakref
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ from repo_sandbox.errors import (
     ApprovalRequiredError,
     CommandNotAllowedError,
     InvalidArgumentsError,
+    SandboxError,
     SandboxFailedError,
     TimeoutExceededError,
 )
@@ -38,6 +43,7 @@ from repo_sandbox.exec.view import ViewCache
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
 from repo_sandbox.policy.operands import JailPaths
+from repo_sandbox.runtime.approvals import APPROVE, Approve
 from repo_sandbox.tools._results import OutputMeter
 from repo_sandbox.workspace import Workspace
 
@@ -162,7 +168,7 @@ class ExecService:
     async def approve(self, command: str, evaluation: Evaluation, cwd: str, extras: dict[str, Any]) -> None:
         programs = sorted({p.program for p in evaluation.plans if p.program in self.policy.ask})
         details = {"programs": programs, "rule": "exec.ask", "cwd": cwd}
-        approve = extras.get("approve")
+        approve: Approve | None = extras.get(APPROVE)
         if approve is None:
             raise ApprovalRequiredError(
                 f"'{', '.join(programs)}' needs a human's approval (exec.ask), which this client cannot give.",
@@ -235,15 +241,25 @@ class ExecService:
                 stages = await anyio.to_thread.run_sync(
                     lambda: self.build(planned.evaluation, planned.cwd, self.backend(), planned.tmp, tag, timeout_s)
                 )
-            result = await run_pipeline(
-                stages, timeout_s=timeout_s, stdout_cap=self._stdout_cap(), stderr_cap=self._stderr_cap(),
-                drain_limit=DRAIN_LIMIT, tag=tag,
-            )  # fmt: skip
+            started = time.perf_counter()
+            try:
+                try:
+                    result = await run_pipeline(
+                        stages, timeout_s=timeout_s, stdout_cap=self._stdout_cap(), stderr_cap=self._stderr_cap(),
+                        drain_limit=DRAIN_LIMIT, tag=tag,
+                    )  # fmt: skip
+                except OSError as exc:
+                    raise SandboxFailedError(
+                        f"The sandbox could not start the command ({type(exc).__name__}).", sandbox=str(self.backend())
+                    ) from None
+                return self._outcome(result, self.backend(), timeout_s)
+            except SandboxError as exc:
+                exc.details.setdefault("duration_ms", round((time.perf_counter() - started) * 1000, 1))
+                raise
         finally:
             if planned.per_call:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(lambda: shutil.rmtree(planned.tmp, ignore_errors=True))
-        return self._outcome(result, self.backend(), timeout_s)
 
     def _stdout_cap(self) -> int:
         return self.workspace.limits.max_output_bytes * 5 // 8

@@ -1,8 +1,7 @@
-"""execute_bash approvals and the exec-seconds budget, end to end. NOT COLLECTED YET (no `test_` prefix).
+"""execute_bash approvals (programs in `exec.ask`) and the exec-seconds budget, end to end, in both eras.
 
-execute_bash lands on another branch. When it is merged, rename this file to `test_exec_approvals.py`,
-and adjust `EXEC` to the real `[exec]` keys if they differ (a program in `exec.ask` that reads a file).
-The approval machinery itself is tested now through `approval_probe` in test_elicitation_eras.py.
+The commands run in the machine's real OS sandbox (`exec.sandbox = "auto"`). The approval machinery alone is
+also tested through `approval_probe` in test_elicitation_eras.py.
 """
 
 from __future__ import annotations
@@ -14,12 +13,15 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
+from repo_sandbox.config.exec_model import DEFAULT_ALLOW
 from repo_sandbox.testing import Mode, ScriptedUser, ServerFactory, open_session
 
 pytestmark = pytest.mark.anyio
 
-EXEC: dict[str, Any] = {"enabled": True, "sandbox": "none", "ask": ["wc"]}
-"""A program in exec.ask; `wc -l README.md` prints '3 README.md' on the sample repository."""
+EXEC: dict[str, Any] = {"ask": ["wc"], "allow": [name for name in DEFAULT_ALLOW if name != "wc"]}
+"""`wc` moved from exec.allow to exec.ask; `wc -l README.md` prints '3 README.md' on the sample repository."""
+SLEEP: dict[str, Any] = {"allow": [*DEFAULT_ALLOW, "sleep"], "rules": {"sleep": {"operands": "strings"}}}
+"""An operator rule for sleep(1), to spend exec time."""
 
 COMMAND = {"command": "wc -l README.md"}
 
@@ -78,13 +80,56 @@ async def test_modern_approval_of_one_command_does_not_run_another(make_server: 
     assert isinstance(ran, CallToolResult) and ran.is_error is False
 
 
+async def test_approval_question_shows_the_whole_pipeline_exactly_as_typed(
+    make_server: ServerFactory, era: Mode
+) -> None:
+    command = "grep -c 'TODO' README.md src/main.py | wc -l"
+    user = ScriptedUser([yes()])
+    async with open_session(make_server(exec=EXEC), era, user=user) as session:
+        result = await session.call("execute_bash", {"command": command, "cwd": "."})
+    assert result["stdout"] == "2\n"
+    message = user.shown[0].message
+    assert f"    {command}\n" in message
+    assert 'programs: ["wc"]' in message and "rule: exec.ask" in message
+
+
+async def test_allowed_programs_never_ask(make_server: ServerFactory, era: Mode) -> None:
+    user = ScriptedUser()
+    async with open_session(make_server(exec=EXEC), era, user=user) as session:
+        result = await session.call("execute_bash", {"command": "grep -c TODO README.md"})
+    assert result["stdout"] == "1\n"
+    assert user.shown == []
+
+
+async def test_timed_out_command_counts_against_the_exec_budget(make_server: ServerFactory, era: Mode) -> None:
+    server = make_server(exec=SLEEP, budget={"max_exec_s": 0.5})
+    async with open_session(server, era) as session:
+        timed_out = await session.call("execute_bash", {"command": "sleep 30", "timeout": 0.6})
+        status = await session.status()
+        refused = await session.call("execute_bash", {"command": "echo hi"})
+        read = await session.call("read_file", {"path": "README.md"})
+    assert timed_out["code"] == "timeout"
+    assert timed_out["details"]["duration_ms"] >= 600
+    assert status["budget"]["exec_seconds"]["used"] >= 0.6
+    assert status["budget"]["exhausted"] == ["exec_seconds"]
+    assert refused["code"] == "budget_exhausted"
+    assert refused["details"]["budget"] == "exec_seconds"
+    assert read["total_lines"] == 3
+
+
 async def test_exec_seconds_budget_stops_execute_bash_only(make_server: ServerFactory, era: Mode) -> None:
-    server = make_server(exec={"enabled": True, "sandbox": "none"}, budget={"max_exec_s": 0.000001})
+    server = make_server(budget={"max_exec_s": 0.000001})
     async with open_session(server, era) as session:
         first = await session.call("execute_bash", {"command": "wc -l README.md"})
         refused = await session.call("execute_bash", {"command": "wc -l src/util.py"})
         still = await session.call("read_file", {"path": "README.md"})
+        found = await session.call("search_text", {"pattern": "TODO"})
+        counted = await session.call("count_lines", {})
+        listed = await session.call("search_files", {"pattern": "*.py"})
     assert first["exit_code"] == 0
     assert refused["code"] == "budget_exhausted"
     assert refused["details"]["budget"] == "exec_seconds"
     assert "content" in still
+    assert found["total_matches"] >= 2
+    assert counted["files"] >= 3
+    assert "src/main.py" in listed["files"]
