@@ -9,6 +9,7 @@ import weakref
 from contextvars import ContextVar
 from typing import Any
 
+import anyio
 from mcp.server import MCPServer, NotificationOptions, ServerRequestContext
 from mcp.server.connection import NotifyOnlyOutbound
 from mcp.server.context import CallNext, HandlerResult
@@ -240,12 +241,14 @@ def build_server(
     @server.resource(resources.POLICY_URI, name="policy", mime_type="application/json")
     async def policy() -> str:
         """What the operator allows (tools, paths, limits, exec, guard, budget), so the agent need not probe."""
-        return resources.to_json(resources.policy_document(workspace, caller()))
+        exec_entry = await anyio.to_thread.run_sync(lambda: resources.exec_report(workspace, programs=True))
+        return resources.to_json(resources.policy_document(workspace, caller(), exec_entry))
 
     @server.resource(resources.STATUS_URI, name="status", mime_type="application/json")
     async def status() -> str:
         """This session's circuits, budget and per-tool calls/errors/time, with the limits and the exec sandbox."""
-        return resources.to_json(resources.status_document(workspace, loop, caller()))
+        exec_entry = await anyio.to_thread.run_sync(resources.exec_report, workspace)
+        return resources.to_json(resources.status_document(workspace, loop, caller(), exec_entry))
 
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
     lowlevel.add_request_handler("tools/list", PaginatedRequestParams, list_tools)

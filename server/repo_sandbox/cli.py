@@ -111,7 +111,7 @@ def _serve(settings: Settings) -> int:
     if settings.exec.enabled:
         from repo_sandbox.exec.service import exec_service
 
-        exec_service(workspace).status()  # probe the OS sandbox once at start-up; logs it (loudly when none)
+        exec_service(workspace).report()  # probe the OS sandbox once at start-up; logs it (loudly when none)
     try:
         if settings.server.transport == "http":
             return _serve_http(workspace)

@@ -9,7 +9,6 @@ The deny-list itself is not revealed (only that it exists and what it covers by 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -30,21 +29,13 @@ class Caller:
     can_elicit: bool
 
 
-def default_exec_report(workspace: Workspace) -> dict[str, Any]:
-    """The "exec" entry of policy and status: is execute_bash on, and which OS sandbox runs it.
+def exec_report(workspace: Workspace, *, programs: bool = False) -> dict[str, Any]:
+    """The "exec" entry: is execute_bash on, which OS sandbox runs it (the same name every result's `sandbox`
+    field reports), why other backends were rejected, a `warning` when it runs unsandboxed, and (policy)
+    what each program may do. Blocking the first time: the sandbox probe runs once per process."""
+    from repo_sandbox.exec.service import exec_service
 
-    Reads a `[exec]` settings section when the build has one; the exec runner reports the sandbox it picked
-    by replacing `exec_report` (below) with a function that adds it.
-    """
-    section = getattr(workspace.settings, "exec", None)
-    if section is None:
-        return {"enabled": False, "sandbox": None, "note": "execute_bash is not part of this build."}
-    data: dict[str, Any] = section.model_dump(mode="json")
-    return {"enabled": bool(data.get("enabled", False)), "sandbox": data.get("sandbox"), **data}
-
-
-exec_report: Callable[[Workspace], dict[str, Any]] = default_exec_report
-"""Hook for the exec runner: `resources.exec_report = my_report` (must keep "enabled" and "sandbox")."""
+    return exec_service(workspace).report(programs=programs)
 
 
 def _tools(caller: Caller) -> list[dict[str, Any]]:
@@ -74,13 +65,14 @@ def _paths(workspace: Workspace) -> dict[str, Any]:
     }
 
 
-def policy_document(workspace: Workspace, caller: Caller) -> dict[str, Any]:
+def policy_document(workspace: Workspace, caller: Caller, exec_entry: dict[str, Any]) -> dict[str, Any]:
+    """`exec_entry`: `exec_report(workspace, programs=True)`, computed off the event loop."""
     settings = workspace.settings
     return {
         "tools": _tools(caller),
         "paths": _paths(workspace),
         "limits": settings.limits.model_dump(mode="json"),
-        "exec": exec_report(workspace),
+        "exec": exec_entry,
         "guard": settings.guard.model_dump(mode="json"),
         "budget": settings.budget.model_dump(mode="json"),
         "interaction": {
@@ -93,7 +85,10 @@ def policy_document(workspace: Workspace, caller: Caller) -> dict[str, Any]:
     }
 
 
-def status_document(workspace: Workspace, loop: AgentLoopState, caller: Caller) -> dict[str, Any]:
+def status_document(
+    workspace: Workspace, loop: AgentLoopState, caller: Caller, exec_entry: dict[str, Any]
+) -> dict[str, Any]:
+    """`exec_entry`: `exec_report(workspace)`, computed off the event loop."""
     settings = workspace.settings
     guard = loop.guard.sessions.peek(caller.session_id)
     guard_state = guard.snapshot() if guard is not None else {"circuits": [], "last_call": None}
@@ -102,7 +97,7 @@ def status_document(workspace: Workspace, loop: AgentLoopState, caller: Caller) 
         "server": {"name": "repo-sandbox", "version": __version__},
         "session": {"id": caller.session_id, "client_can_elicit": caller.can_elicit},
         "policy": {"read_only": True, "deny_rules": len(settings.workspace.effective_deny), "see": POLICY_URI},
-        "exec": exec_report(workspace),
+        "exec": exec_entry,
         "limits": settings.limits.model_dump(mode="json"),
         "guard": {"config": settings.guard.model_dump(mode="json"), **guard_state},
         "budget": {"config": settings.budget.model_dump(mode="json"), **loop.budget.snapshot(caller.session_id)},

@@ -9,12 +9,14 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextResourceContents
 
 pytestmark = pytest.mark.anyio
 
@@ -57,8 +59,10 @@ def podman(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
     return subprocess.run([*PODMAN, *args], check=False, capture_output=True, text=True, timeout=timeout)
 
 
-def stdio_params(repo: Path) -> StdioServerParameters:
-    args = ["run", "-i", "--rm", "--network", "none", *HARDENED, "-v", f"{repo}:/workspace:ro", IMAGE]
+def stdio_params(repo: Path, *env: str) -> StdioServerParameters:
+    """`podman run -i` with the hardened flags; `env`: NAME=VALUE pairs for the server."""
+    variables = [arg for pair in env for arg in ("-e", pair)]
+    args = ["run", "-i", "--rm", "--network", "none", *HARDENED, *variables, "-v", f"{repo}:/workspace:ro", IMAGE]
     return StdioServerParameters(command=PODMAN[0], args=[*PODMAN[1:], *args])
 
 
@@ -81,6 +85,44 @@ async def test_tools_over_stdio_in_a_hardened_container(repo: Path, mode: str) -
     assert denied.structured_content is not None and denied.structured_content["error"]["code"] == "path_denied"
     assert escaped.structured_content is not None
     assert escaped.structured_content["error"]["code"] == "path_outside_root"
+
+
+SANDBOXES = ("bwrap", "bwrap-noproc", "landlock")
+"""The OS sandbox backends in the order `exec.sandbox = "auto"` tries them."""
+
+
+async def exec_and_status(params: StdioServerParameters, command: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    with anyio.fail_after(90):
+        async with Client(params, mode="auto") as client:
+            result = await client.call_tool("execute_bash", {"command": command})
+            status = await client.read_resource("repo-sandbox://status")
+    content = status.contents[0]
+    assert isinstance(content, TextResourceContents)
+    assert result.structured_content is not None
+    return result.structured_content, json.loads(content.text)["exec"]
+
+
+async def test_execute_bash_in_a_hardened_container_reports_the_sandbox_it_picked(repo: Path) -> None:
+    result, status = await exec_and_status(stdio_params(repo), "wc -l README.md")
+    picked = result["sandbox"]
+    print(f"execute_bash in the hardened container picked {picked!r}; rejected: {status['rejected']}")
+    assert result["exit_code"] == 0 and result["stdout"] == "3 README.md\n"
+    assert status["sandbox"] == picked
+    assert status["sandbox_requested"] == "auto"
+    if picked == "none":  # only honest when every OS sandbox was refused, and then said loudly
+        assert set(status["rejected"]) == set(SANDBOXES)
+        assert "WITHOUT an OS sandbox" in status["warning"]
+    else:
+        assert picked in SANDBOXES
+        assert set(status["rejected"]) == set(SANDBOXES[: SANDBOXES.index(picked)])
+        assert status["unsandboxed"] is False and "warning" not in status
+
+
+async def test_execute_bash_under_landlock_in_a_hardened_container(repo: Path) -> None:
+    params = stdio_params(repo, "REPO_SANDBOX_EXEC_SANDBOX=landlock")
+    result, status = await exec_and_status(params, "wc -l README.md")
+    assert (result["sandbox"], status["sandbox"], status["sandbox_requested"]) == ("landlock", "landlock", "landlock")
+    assert result["stdout"] == "3 README.md\n"
 
 
 def test_image_runs_as_a_non_root_user_with_workspace_as_root() -> None:

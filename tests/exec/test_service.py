@@ -15,6 +15,7 @@ import pytest
 from exec_support import HOST_ENV_SECRET, os_backends, tagged_processes, write
 from repo_sandbox.config.exec_model import DEFAULT_ALLOW
 from repo_sandbox.exec import sandbox as sandbox_module
+from repo_sandbox.exec import selection as selection_module
 from repo_sandbox.exec import service as service_module
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
@@ -169,7 +170,7 @@ async def test_denied_files_are_unreadable_and_new_ones_are_hidden_after_a_resca
 async def test_none_backend_is_reported_and_logged_loudly(
     open_workspace: Callable[..., Workspace], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(service_module, "_probes", {})
+    monkeypatch.setattr(selection_module, "_probes", {})
     with caplog.at_level(logging.WARNING, logger="repo_sandbox"):
         outcome = await call(open_workspace("none"), "true")
     assert outcome.payload["sandbox"] == "none"
@@ -179,7 +180,7 @@ async def test_none_backend_is_reported_and_logged_loudly(
 async def test_configured_backend_that_does_not_work_fails_closed(
     open_workspace: Callable[..., Workspace], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(service_module, "_probes", {})
+    monkeypatch.setattr(selection_module, "_probes", {})
     monkeypatch.setattr(sandbox_module, "_probe_one", lambda backend, network: "No permissions to create namespace")
     outcome = await call(open_workspace("bwrap"), "true")
     assert outcome.error_code == "sandbox_failed"
@@ -189,11 +190,11 @@ async def test_configured_backend_that_does_not_work_fails_closed(
 async def test_auto_falls_back_to_none_when_nothing_works(
     open_workspace: Callable[..., Workspace], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(service_module, "_probes", {})
+    monkeypatch.setattr(selection_module, "_probes", {})
     monkeypatch.setattr(sandbox_module, "_probe_one", lambda backend, network: "refused")
     outcome = await call(open_workspace("auto"), "true")
     assert outcome.payload["sandbox"] == "none"
-    info = service_module.sandbox_info("auto", False)
+    info = selection_module.sandbox_info("auto", False)
     assert info.degraded and set(info.tried) == {"bwrap", "bwrap-noproc", "landlock", "none"}
 
 
@@ -250,7 +251,8 @@ async def test_graded_refusals(
 
 
 def test_status_reports_the_sandbox_and_the_programs(open_workspace: Callable[..., Workspace]) -> None:
-    status = service_module.exec_service(open_workspace("auto")).status()
-    assert status["sandbox"]["backend"] == os_backends()[0]
+    status = service_module.exec_service(open_workspace("auto")).report(programs=True)
+    assert status["sandbox"] == os_backends()[0]
+    assert "warning" not in status
     assert status["programs"]["sed"]["summary"].startswith("stream editor")
     assert status["programs"]["python3"]["decision"] == "allow"

@@ -38,7 +38,8 @@ from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
 from repo_sandbox.exec.parse import parse_command
 from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
-from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, probe, stage_command
+from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, stage_command
+from repo_sandbox.exec.selection import sandbox_info, sandbox_report
 from repo_sandbox.exec.view import ViewCache
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
@@ -47,20 +48,12 @@ from repo_sandbox.runtime.approvals import APPROVE, Approve
 from repo_sandbox.tools._results import OutputMeter
 from repo_sandbox.workspace import Workspace
 
+REPORTED_LIMITS: Final = frozenset(
+    {"max_memory_mb", "max_processes", "max_open_files", "max_file_size_mb", "max_stages", "max_command_chars"}
+)
+"""The `[exec]` limits shown in status and policy."""
 DRAIN_LIMIT: Final = 64 * 1024 * 1024
 """Bytes of stdout read before an endless producer is stopped (only head and tail are kept)."""
-
-_probes: dict[tuple[str, bool], SandboxInfo] = {}
-_probe_lock = threading.Lock()
-
-
-def sandbox_info(requested: str, network: bool) -> SandboxInfo:
-    """The probe result for this host, computed once per process."""
-    with _probe_lock:
-        key = (requested, network)
-        if key not in _probes:
-            _probes[key] = probe(requested, network=network)
-        return _probes[key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +100,22 @@ class ExecService:
     def sandbox(self) -> SandboxInfo:
         return sandbox_info(self.config.sandbox, self.config.network)
 
-    def status(self) -> dict[str, Any]:
-        return {"enabled": self.config.enabled, "sandbox": self.sandbox.describe(), "programs": self.policy.describe()}
+    def report(self, *, programs: bool = False) -> dict[str, Any]:
+        """The "exec" entry of status (and, with `programs`, of policy): is execute_bash on, which OS sandbox
+        runs it and why, and (policy) what each program may do. Blocking the first time (the probe)."""
+        config = self.config
+        if not config.enabled:
+            return {"enabled": False, "sandbox": None, "note": "execute_bash is disabled (exec.enabled = false)."}
+        report: dict[str, Any] = {
+            "enabled": True,
+            **sandbox_report(self.sandbox),
+            "network": config.network,
+            "limits": config.model_dump(include=set(REPORTED_LIMITS)),
+        }
+        if programs:
+            report["ask"] = sorted(self.policy.ask)
+            report["programs"] = self.policy.describe()
+        return report
 
     def prepare(self, command: str, cwd: str) -> tuple[Evaluation, str]:
         """Parse, expand globs and judge; returns the evaluation and the root-relative cwd. Blocking."""

@@ -1,0 +1,74 @@
+"""Which OS sandbox execute_bash uses on this host (probed once per process), and how status reports it.
+
+The probe (`exec.sandbox.probe`) runs the real jail shape of each candidate on `true`. Its result is what
+every execute_bash result names in `sandbox`, and what `repo-sandbox://status` and `repo-sandbox://policy`
+report under "exec": the backend, what was asked for, why each backend tried before it was rejected, and,
+when commands run without an OS sandbox (or cannot run at all), a `warning` that says so in plain words.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Final
+
+from repo_sandbox.exec.sandbox import Backend, SandboxInfo, probe
+
+AUTO_ORDER: Final = (Backend.BWRAP, Backend.BWRAP_NOPROC, Backend.LANDLOCK)
+"""What `exec.sandbox = "auto"` tries, in order, before falling back to `none`."""
+
+_probes: dict[tuple[str, bool], SandboxInfo] = {}
+_probe_lock = threading.Lock()
+
+
+def sandbox_info(requested: str, network: bool) -> SandboxInfo:
+    """The probe result for this host, computed once per process. Blocking (runs the probe the first time)."""
+    with _probe_lock:
+        key = (requested, network)
+        if key not in _probes:
+            _probes[key] = probe(requested, network=network)
+        return _probes[key]
+
+
+def rejected(info: SandboxInfo) -> dict[str, str]:
+    """Backends the probe tried and rejected, with the reason."""
+    return {str(name): reason for name, reason in info.tried.items() if not reason.startswith("ok")}
+
+
+def is_fallback(info: SandboxInfo) -> bool:
+    """The backend in use is not the first one asked for (auto fell back, or nothing works)."""
+    return info.backend is None or bool(rejected(info))
+
+
+def warning(info: SandboxInfo) -> str | None:
+    """A plain-words warning when commands run without an OS sandbox or cannot run at all."""
+    if info.backend is None:
+        return (
+            f"execute_bash is unavailable: the configured sandbox '{info.requested}' does not work on this "
+            "server, so every command is refused (sandbox_failed)."
+        )
+    if info.backend is Backend.NONE:
+        why = (
+            "because exec.sandbox is set to 'none'"
+            if info.requested == "none"
+            else "because no OS sandbox works here (see 'rejected')"
+        )
+        return (
+            f"execute_bash runs commands WITHOUT an OS sandbox {why}: only the command policy, the rlimits and "
+            "the timeout contain them."
+        )
+    return None
+
+
+def sandbox_report(info: SandboxInfo) -> dict[str, Any]:
+    """The sandbox half of the "exec" entry of status and policy."""
+    report: dict[str, Any] = {
+        "sandbox": str(info.backend) if info.backend is not None else None,
+        "sandbox_requested": info.requested,
+        "unsandboxed": info.backend in (None, Backend.NONE),
+        "tried": {str(name): reason for name, reason in info.tried.items()},
+        "rejected": rejected(info),
+    }
+    text = warning(info)
+    if text is not None:
+        report["warning"] = text
+    return report
