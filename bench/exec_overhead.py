@@ -82,12 +82,21 @@ async def main(args: argparse.Namespace, root: str) -> None:
     workspace.close()
 
 
-def make_corpus(target: str) -> str:
-    """A git repository with a copy of this project's sources and README, committed."""
+def make_corpus(target: str, root_entries: int = 0) -> str:
+    """A git repository with a copy of this project's sources and README, committed; `root_entries` more
+    entries at its root (half files, half directories holding a file), and a denied `.env` beside them."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     root = os.path.join(target, "corpus")
     shutil.copytree(os.path.join(here, "server"), os.path.join(root, "server"))
     shutil.copy(os.path.join(here, "README.md"), root)
+    for n in range(root_entries):
+        path = os.path.join(root, f"dir{n}", "file.txt") if n % 2 else os.path.join(root, f"file{n}.txt")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(f"entry {n}\n")
+    if root_entries:
+        with open(os.path.join(root, ".env"), "w") as handle:
+            handle.write("TOKEN=bench\n")
     git = ["git", "-c", "user.email=b@example.com", "-c", "user.name=bench"]
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "corpus"]):
         subprocess.run([*git, *command], cwd=root, env=ENV, check=True, capture_output=True)
@@ -100,6 +109,10 @@ if __name__ == "__main__":
     parser.add_argument("--file", default="README.md", help="file for `wc -l` (relative to the root)")
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--sandbox", default="auto")
+    parser.add_argument(
+        "--root-entries", type=int, default=0, help="add this many entries (and a denied .env) to the corpus root"
+    )
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        anyio.run(main, arguments, os.path.realpath(arguments.root or make_corpus(scratch)))
+        root = arguments.root or make_corpus(scratch, arguments.root_entries)
+        anyio.run(main, arguments, os.path.realpath(root))

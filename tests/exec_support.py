@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,14 @@ HOST_ENV_SECRET = "HOST-ENV-SECRET-0b7d"
 """Put in the server's environment by tests; a sandboxed program must never see it."""
 PWNED = "PWNED-by-repo-config"
 """Printed by the commands a malicious .git/config tries to run."""
+DENIED_NAMES = frozenset({".env", ".env.prod", "secrets.yaml", ".git"})
+"""The deny-listed entries of `build_repo` (`env_link` is a link to `.env`): none may show, not even as a name."""
+_NAME_SEPARATORS = re.compile(r"[\s/'\"`:=,;()\[\]{}<>|*]+")
+
+
+def leaked_names(text: str) -> set[str]:
+    """The denied names that appear as a path component anywhere in `text` (`./.env`, `.env -> x`, ...)."""
+    return set(DENIED_NAMES.intersection(_NAME_SEPARATORS.split(text)))
 
 
 @functools.cache

@@ -91,19 +91,24 @@ SANDBOXES = ("bwrap", "bwrap-noproc", "landlock")
 """The OS sandbox backends in the order `exec.sandbox = "auto"` tries them."""
 
 
-async def exec_and_status(params: StdioServerParameters, command: str) -> tuple[dict[str, Any], dict[str, Any]]:
+async def exec_and_status(params: StdioServerParameters, *commands: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    results: list[dict[str, Any]] = []
     with anyio.fail_after(90):
         async with Client(params, mode="auto") as client:
-            result = await client.call_tool("execute_bash", {"command": command})
+            for command in commands:
+                result = await client.call_tool("execute_bash", {"command": command})
+                assert result.structured_content is not None
+                results.append(result.structured_content)
             status = await client.read_resource("repo-sandbox://status")
     content = status.contents[0]
     assert isinstance(content, TextResourceContents)
-    assert result.structured_content is not None
-    return result.structured_content, json.loads(content.text)["exec"]
+    return results, json.loads(content.text)["exec"]
 
 
 async def test_execute_bash_in_a_hardened_container_reports_the_sandbox_it_picked(repo: Path) -> None:
-    result, status = await exec_and_status(stdio_params(repo), "wc -l README.md")
+    (result, listing, found), status = await exec_and_status(
+        stdio_params(repo), "wc -l README.md", "ls -la", "find . -name '.env*'"
+    )
     picked = result["sandbox"]
     print(f"execute_bash in the hardened container picked {picked!r}; rejected: {status['rejected']}")
     assert result["exit_code"] == 0 and result["stdout"] == "3 README.md\n"
@@ -116,13 +121,20 @@ async def test_execute_bash_in_a_hardened_container_reports_the_sandbox_it_picke
         assert picked in SANDBOXES
         assert set(status["rejected"]) == set(SANDBOXES[: SANDBOXES.index(picked)])
         assert status["unsandboxed"] is False and "warning" not in status
+        for output in (listing, found):  # the denied .env never shows, not even as a name
+            assert ".env" not in output["stdout"] + output["stderr"], output
+    if picked.startswith("bwrap"):
+        assert listing["exit_code"] == 0 and "README.md" in listing["stdout"]
 
 
 async def test_execute_bash_under_landlock_in_a_hardened_container(repo: Path) -> None:
     params = stdio_params(repo, "REPO_SANDBOX_EXEC_SANDBOX=landlock")
-    result, status = await exec_and_status(params, "wc -l README.md")
+    (result, listing, sub), status = await exec_and_status(params, "wc -l README.md", "ls -la", "ls src")
     assert (result["sandbox"], status["sandbox"], status["sandbox_requested"]) == ("landlock", "landlock", "landlock")
     assert result["stdout"] == "3 README.md\n"
+    assert listing["stdout"] == "" and "Permission denied" in listing["stderr"]  # the root holds .env: unlistable
+    assert ".env" not in listing["stderr"]
+    assert sub["stdout"] == "main.py\n"
 
 
 def test_image_runs_as_a_non_root_user_with_workspace_as_root() -> None:

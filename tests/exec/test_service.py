@@ -156,12 +156,20 @@ async def test_denied_files_are_unreadable_and_new_ones_are_hidden_after_a_resca
     workspace = open_workspace(backend)
     first = await call(workspace, "grep -r SECRET .")
     assert "FIRST-SECRET" not in json.dumps(first.payload)
+    write(plain / "sub" / "notes.txt", "visible\n")
+    listed = await call(workspace, "ls -a sub")
     write(plain / "sub" / ".env.local", "LATE-SECRET\n")
     second = await call(workspace, "grep -r SECRET .")
     assert "LATE-SECRET" not in json.dumps(second.payload)
+    relisted = await call(workspace, "ls -a sub")
+    assert listed.payload["stdout"] == ".\n..\nnotes.txt\n"
+    if backend == "landlock":  # cannot hide a name, so it does not list a directory holding one
+        assert "Permission denied" in relisted.payload["stderr"] and relisted.payload["stdout"] == ""
+    else:  # the directory is rebuilt without the new name (the watch saw it and the mount plan was redone)
+        assert relisted.payload["stdout"] == ".\n..\nnotes.txt\n"
     script = 'try:\n    print(repr(open(".env").read()))\nexcept OSError as e:\n    print(type(e).__name__)'
     direct = (await call(workspace, f"python3 -c '{script}'")).payload["stdout"]
-    assert direct == ("PermissionError\n" if backend == "landlock" else "''\n")  # bwrap masks it with an empty file
+    assert direct == ("PermissionError\n" if backend == "landlock" else "FileNotFoundError\n")  # no such name
 
 
 # -- sandbox selection ------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Contained means: no file written anywhere outside the sandbox's private tmp (the whole test tree is
 snapshotted), no secret from outside the root, from a denied file, from a hard link or from the server's
-environment in the result, nothing a malicious `.git/config` asked for executed, and no process of the call
+environment in the result, no denied *name* in the output of a command that ran (DESIGN.md §3: not even as a
+name; `exec.mounts` says how each backend hides them), nothing a malicious `.git/config` asked for executed, and no process of the call
 left alive (found by the call's environment tag in /proc). The repository's `.git/config` is poisoned for
 the whole table, so every git row also proves the hardening. Rows marked `os_layer` depend on the OS sandbox
 (symlink-following programs, python3 escapes); the others must also hold with `exec.sandbox = "none"`.
@@ -25,6 +26,7 @@ from exec_support import (
     PWNED,
     SECRETS,
     build_repo,
+    leaked_names,
     os_backends,
     poison_git_config,
     tagged_processes,
@@ -161,6 +163,41 @@ ATTACKS: list[Attack] = [
     A("wc -l *", RAN),
     A("sort *", RAN),
     A("cat *.txt", RAN),
+    # -- names of denied entries never show, whatever lists a directory (os_layer: the sandbox hides them) --
+    A("ls -la", RAN, os_layer=True),
+    A("ls -R", RAN, os_layer=True),
+    A("ls -laR", RAN, os_layer=True),
+    A("ls -a config", RAN, os_layer=True),
+    A("ls -la cfg/", RAN, os_layer=True),
+    A("ls -la ..", RAN, cwd="src", os_layer=True),
+    A("ls -d *", RAN),
+    A("ls -d .*", RAN),
+    A("ls -d .e*", RAN),
+    A("echo * .* .e* */*", RAN),
+    A("find .", RAN, os_layer=True),
+    A("find . -name '.env*'", RAN, os_layer=True),
+    A("find . -name '*.yaml'", RAN, os_layer=True),
+    A("find cfg/ -type f", RAN, os_layer=True),
+    A("grep -rl x .", RAN, os_layer=True),
+    A("grep -rc KEY", RAN, os_layer=True),
+    A("du -a", RAN, os_layer=True),
+    A("du -a cfg/", RAN, os_layer=True),
+    A("tree -a", RAN, os_layer=True),
+    A("tree -a cfg", RAN, os_layer=True),
+    A("diff -rq . cmp", RAN, os_layer=True),
+    A("stat .env", DENIED),
+    A("stat env_link", DENIED),
+    A("stat config/secrets.yaml", DENIED),
+    A("ls -la .env", DENIED),
+    A("find .git", DENIED),
+    A("git ls-files -o", RAN),
+    A("git status --ignored", RAN),
+    A("git status --porcelain --ignored", RAN),
+    A("git log --stat", RAN),
+    A("git log --name-only --all", RAN),
+    A("git show --stat HEAD~1", RAN),
+    A("git grep -l KEY", RAN),
+    A("git diff --stat HEAD~1", RAN),
     # -- head, tail, wc, cat ---------------------------------------------------------------------------
     A("cat --show-al README.md", ARG),
     A("tail -f README.md", ARG),
@@ -472,6 +509,8 @@ async def test_attack_is_refused_or_contained(
         assert not outcome.is_error, payload
         assert outcome.payload["sandbox"] == backend
         assert outcome.payload["stdout_truncated"] is attack.truncated, payload[:500]
+        output = outcome.payload["stdout"] + outcome.payload["stderr"]
+        assert leaked_names(output) - leaked_names(attack.command) == set(), payload[:2000]  # not the caller's own
     else:
         assert outcome.error_code == attack.expect, payload
     for secret in (*SECRETS, HOST_ENV_SECRET, PWNED):

@@ -2,12 +2,14 @@
 
 Backends, in the order `auto` tries them (each probe runs the real jail shape on `true`):
 - `bwrap`: bubblewrap, deny by default. Only /usr (and the /bin, /lib* links), a few /etc files, a fresh
-  /dev and /proc, a private tmpfs /tmp (also $HOME), and the repository read-only, with every hidden entry
-  (`exec.view`) masked by an empty file or directory; all namespaces unshared (no network unless `exec.network`), new pid namespace,
+  /dev and /proc, a private tmpfs /tmp (also $HOME), and the repository read-only without the names of
+  denied entries (`exec.mounts`: the directories holding them are rebuilt) and with special files masked by
+  an empty file; all namespaces unshared (no network unless `exec.network`), new pid namespace,
   `--die-with-parent`, `--new-session`, no capabilities. When the stage's first process exits, the pid
   namespace dies and the kernel kills everything left in it, daemons included.
 - `bwrap-noproc`: the same without /proc, for containers that refuse to mount it ("Mount too revealing").
-- `landlock`: the stand-alone `_launcher.py`: Landlock (repository entries read-only, system read/exec, one
+- `landlock`: the stand-alone `_launcher.py`: Landlock (repository entries read-only, directories holding
+  denied entries unlistable (`exec.mounts`), system read/exec, one
   private temp dir writable, TCP denied, signals and abstract sockets scoped) plus a seccomp filter (no
   socket(), io_uring, ptrace, namespaces, mounts). It is a subreaper that kills all descendants at the end.
 - `none`: the launcher with no confinement (rlimits, process cleanup and the command policy still apply).
@@ -31,6 +33,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
+from repo_sandbox.exec.mounts import GIT_MOUNT, LandlockRule, bwrap_view_args, landlock_view_rules
 from repo_sandbox.exec.view import RepoView
 
 logger = logging.getLogger("repo_sandbox")
@@ -116,31 +119,20 @@ def mask_sources(tmp: str) -> tuple[str, str]:
     return empty_file, empty_dir
 
 
-def view_mounts(view: RepoView, tmp: str) -> list[str]:
-    """bwrap arguments showing the repository read-only, each hidden entry masked by an empty file or dir.
-
-    One mount per hidden entry keeps the jail cheap (a bind mount costs about 0.7 ms here, so re-binding
-    every visible sibling to hide names would cost far more); a masked entry's name still lists, its content
-    is empty. Hidden symlinks are left alone: a target outside the root does not exist in the sandbox, and a
-    target inside is masked itself when it is hidden.
-    """
-    root = view.root
-    args = ["--ro-bind", root, root]
-    empty_file, empty_dir = mask_sources(tmp)
-    for rel, kind in sorted(view.masked.items()):
-        if kind != "symlink":
-            args += ["--ro-bind", empty_dir if kind == "dir" else empty_file, f"{root}/{rel}"]
-    return args
-
-
-def bwrap_prefix(view: RepoView, cwd: str, tmp: str, *, with_proc: bool, network: bool) -> list[str]:
+def bwrap_prefix(
+    view: RepoView, cwd: str, tmp: str, *, with_proc: bool, network: bool, git_dir: str | None = None
+) -> list[str]:
+    """`git_dir`: the host `.git` directory to show at `GIT_MOUNT` (git stages)."""
     args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if network:
         args.append("--share-net")
     args += _system_mounts()
     if with_proc:
         args += ["--proc", "/proc"]
-    args += ["--dev", "/dev", "--tmpfs", "/tmp", *view_mounts(view, tmp), "--chdir", cwd, "--"]
+    args += ["--dev", "/dev", "--tmpfs", "/tmp", *bwrap_view_args(view, *mask_sources(tmp))]
+    if git_dir is not None:
+        args += ["--ro-bind", git_dir, GIT_MOUNT]
+    args += ["--chdir", cwd, "--"]
     return args
 
 
@@ -157,24 +149,13 @@ def prlimit_prefix(limits: Limits) -> list[str]:
     ]
 
 
-def landlock_rules(view: RepoView, tmp: str) -> list[tuple[str, str, bool]]:
-    """(path, access, follow symlinks) for the launcher: repository entries never follow symlinks."""
-    rules: list[tuple[str, str, bool]] = [("/usr", "rx", True)]
+def landlock_rules(view: RepoView, tmp: str) -> list[LandlockRule]:
+    """(path, access, follow symlinks) for the launcher: the system, the call's temp dir, the repository."""
+    rules: list[LandlockRule] = [("/usr", "rx", True)]
     rules += [(f"/{name}", "rx", True) for name in _SYSTEM_LINKS if os.path.exists(f"/{name}")]
     rules += [(path, "r", True) for path in ETC_FILES]
     rules += [("/dev/null", "dev", True), ("/dev/zero", "r", True), ("/dev/urandom", "r", True), (tmp, "rw", True)]
-    root = view.root
-    overlays = view.overlays()
-    if not overlays:
-        return [*rules, (root, "r", False)]
-    for rel, entries in overlays.items():
-        host = root if rel == "." else f"{root}/{rel}"
-        rules.append((host, "list", False))
-        for entry in entries:
-            child_rel = entry.name if rel == "." else f"{rel}/{entry.name}"
-            if child_rel not in overlays and entry.kind != "symlink":
-                rules.append((f"{host}/{entry.name}", "r", False))
-    return rules
+    return [*rules, *landlock_view_rules(view)]
 
 
 def launcher_command(
@@ -217,14 +198,23 @@ def stage_command(
     tmp: str,
     limits: Limits,
     network: bool,
+    git: bool = False,
 ) -> StageCommand | None:
-    """The command that runs one stage under `backend`; None when the program is not installed."""
+    """The command that runs one stage under `backend`; None when the program is not installed.
+
+    `git`: a git stage, whose `env["GIT_DIR"]` (when set) must be visible: bwrap shows it at `GIT_MOUNT`
+    (and points GIT_DIR there), the launcher backends grant it in place.
+    """
     if shutil.which(binary, path=SYSTEM_PATH) is None:
         return None
+    git_dir = env.get("GIT_DIR") if git else None
     if backend in (Backend.BWRAP, Backend.BWRAP_NOPROC):
-        prefix = bwrap_prefix(view, cwd, tmp, with_proc=backend is Backend.BWRAP, network=network)
+        prefix = bwrap_prefix(view, cwd, tmp, with_proc=backend is Backend.BWRAP, network=network, git_dir=git_dir)
         argv = [*prefix, *prlimit_prefix(limits), binary, *args]
-        return StageCommand(argv, {**env, "HOME": "/tmp", "TMPDIR": "/tmp"}, cwd)
+        extra = {"GIT_DIR": GIT_MOUNT} if git_dir is not None else {}
+        return StageCommand(argv, {**env, **extra, "HOME": "/tmp", "TMPDIR": "/tmp"}, cwd)
+    if git_dir is not None:
+        view = view.for_git()
     argv = launcher_command(backend, binary, args, view, tmp, limits, network)
     if argv is None:
         return None

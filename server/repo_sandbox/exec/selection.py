@@ -16,6 +16,15 @@ from repo_sandbox.exec.sandbox import Backend, SandboxInfo, probe
 AUTO_ORDER: Final = (Backend.BWRAP, Backend.BWRAP_NOPROC, Backend.LANDLOCK)
 """What `exec.sandbox = "auto"` tries, in order, before falling back to `none`."""
 
+DENIED_NAMES: Final[dict[str, str]] = {
+    Backend.BWRAP: "invisible: directories holding denied entries are rebuilt without them",
+    Backend.BWRAP_NOPROC: "invisible: directories holding denied entries are rebuilt without them",
+    Backend.LANDLOCK: "unlistable: a directory with a denied entry anywhere below it cannot be listed "
+    "(Permission denied); its other entries stay readable by name",
+    Backend.NONE: "unprotected: listing programs (ls, find, du, tree, grep -r) show them; only operands are checked",
+}
+"""How each backend keeps the names of deny-listed entries from commands (DESIGN.md §3, `exec.mounts`)."""
+
 _probes: dict[tuple[str, bool], SandboxInfo] = {}
 _probe_lock = threading.Lock()
 
@@ -67,6 +76,7 @@ def sandbox_report(info: SandboxInfo) -> dict[str, Any]:
         "unsandboxed": info.backend in (None, Backend.NONE),
         "tried": {str(name): reason for name, reason in info.tried.items()},
         "rejected": rejected(info),
+        "denied_names": DENIED_NAMES[info.backend] if info.backend is not None else None,
     }
     text = warning(info)
     if text is not None:

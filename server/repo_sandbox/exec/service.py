@@ -52,6 +52,11 @@ REPORTED_LIMITS: Final = frozenset(
     {"max_memory_mb", "max_processes", "max_open_files", "max_file_size_mb", "max_stages", "max_command_chars"}
 )
 """The `[exec]` limits shown in status and policy."""
+LANDLOCK_NOTE: Final = (
+    "[repo-sandbox: under the landlock sandbox a directory that holds protected entries (at any depth) cannot "
+    "be listed, and protected files cannot be read; list or search a subdirectory, or use search_files]\n"
+)
+"""Added to stderr when a program met a Landlock refusal, so the agent knows it is not a transient error."""
 DRAIN_LIMIT: Final = 64 * 1024 * 1024
 """Bytes of stdout read before an endless producer is stopped (only head and tail are kept)."""
 
@@ -159,8 +164,8 @@ class ExecService:
         for plan in evaluation.plans:
             env = {**base_env, **plan.env, **(self.git.env() if plan.needs_git_dir else {})}
             command = stage_command(
-                backend, plan.binary, plan.args, view=view.for_git() if plan.needs_git_dir else view, cwd=host_cwd,
-                env=env, tmp=tmp, limits=self._limits(timeout_s), network=self.config.network,
+                backend, plan.binary, plan.args, view=view, cwd=host_cwd, env=env, tmp=tmp,
+                limits=self._limits(timeout_s), network=self.config.network, git=plan.needs_git_dir,
             )  # fmt: skip
             if command is None:
                 raise CommandNotAllowedError(
@@ -283,6 +288,8 @@ class ExecService:
             stdout_cut = True
         if result.flooded:
             stderr += f"\n[repo-sandbox: the command wrote more than {DRAIN_LIMIT} bytes and was stopped]\n"
+        if backend is Backend.LANDLOCK and "Permission denied" in stderr:
+            stderr += LANDLOCK_NOTE
         if result.timed_out:
             raise TimeoutExceededError(
                 f"The command did not finish within {timeout_s:g} s and was killed.",

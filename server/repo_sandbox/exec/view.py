@@ -1,15 +1,20 @@
 """What a sandboxed command sees of the repository: everything except the entries the policy hides.
 
-Hidden: deny-listed entries (not descended into), FIFOs, sockets and devices, and hard-linked files unless
-the operator allows them. A recursive program (`grep -r`, `find`, `diff -r`, `du`) would otherwise reach
-them even though no operand names them. The scan walks the whole tree (hidden and ignored directories
-included) and is reused until something changes: an inotify watch on every directory scanned says so in
-O(1) (a new entry, a rename, a link-count change); where inotify is unavailable every directory is re-stat'ed
-instead. Watches are placed before a directory is listed, so nothing created during the scan is missed.
+Hidden entries come in two kinds:
+- *invisible*: deny-listed entries (not descended into) and symlinks whose target names a denied entry.
+  DESIGN.md §3: a denied file never appears in any result, not even as a name, so the sandbox must not
+  show their names at all (`exec.mounts` rebuilds the directories that hold them, or refuses to list them);
+- *masked*: FIFOs, sockets, devices and (unless the operator allows them) hard-linked files. Their content
+  is hidden (an empty file takes their place); their names are not secret.
+A recursive program (`grep -r`, `find`, `ls -R`, `du`) would otherwise reach them even though no operand
+names them.
 
-The sandbox backends turn a `RepoView` into mounts (bwrap masks each hidden entry with an empty file or
-directory) or into Landlock rules (access granted entry by entry: hidden entries are unreadable, though their
-names still list).
+The scan walks the whole tree (hidden and ignored directories included) and is reused until something
+changes: an inotify watch on every directory scanned says so in O(1) (a new entry, a rename, a link-count
+change); where inotify is unavailable every directory is re-stat'ed instead. Watches are placed before a
+directory is listed, so nothing created during the scan is missed. For every directory on the way to a
+hidden entry the scan keeps the listing of its visible entries, so that the sandbox plans built from a view
+(`exec.mounts`, cached in the view) describe exactly the snapshot the scan saw.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from repo_sandbox.exec._inotify import DirWatch
 from repo_sandbox.policy.paths import Jail
@@ -32,54 +37,50 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 @dataclass(frozen=True, slots=True)
 class Entry:
+    """A visible entry of a listed directory; `target` is a symlink's target text."""
+
     name: str
     kind: EntryKind
+    target: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class RepoView:
-    """The hidden entries of the repository, root-relative, with their kind ('dir', 'symlink' or 'file')."""
+    """The hidden entries of the repository (root-relative, with their kind) and the listings around them."""
 
     root: str
     hidden: dict[str, EntryKind] = field(default_factory=dict[str, EntryKind])
     complete: bool = True
+    invisible: frozenset[str] = frozenset()
+    """Hidden entries whose names must not show (deny-listed, or symlinks naming a denied target)."""
+    listings: Mapping[str, tuple[Entry, ...]] = field(default_factory=dict[str, tuple[Entry, ...]])
+    """The visible entries of every directory that holds a hidden entry at any depth ('.' is the root)."""
     shown: frozenset[str] = frozenset()
-    """Hidden entries that this view shows anyway (the root's .git for git stages)."""
+    """Hidden entries that this view shows anyway (the root's .git for git stages under Landlock)."""
+    cache: dict[str, Any] = field(default_factory=dict[str, Any], compare=False)
+    """Sandbox plans built from this view (`exec.mounts`); the view is immutable, so they never go stale."""
 
     @property
     def masked(self) -> dict[str, EntryKind]:
-        return {rel: kind for rel, kind in self.hidden.items() if rel not in self.shown}
+        """Hidden entries whose content is replaced by an empty file or directory (their names may show)."""
+        return {rel: kind for rel, kind in self.hidden.items() if rel not in self.shown and rel not in self.invisible}
+
+    @property
+    def unnamed(self) -> frozenset[str]:
+        """Invisible entries of this view (those not shown)."""
+        return self.invisible - self.shown
 
     def for_git(self) -> RepoView:
-        """The view of a git stage: the root's .git directory (when it is a real directory) is visible."""
+        """The view of a git stage that sees the root's .git in place (when it is a real directory)."""
         if ".git" not in self.hidden or not is_real_dir(os.path.join(self.root, ".git")):
             return self
-        return RepoView(self.root, self.hidden, self.complete, self.shown | {".git"})
-
-    def overlays(self) -> dict[str, tuple[Entry, ...]]:
-        """Every directory above a masked entry, with its entries that stay visible ('.' is the root)."""
-        masked = self.masked
-        parents: set[str] = set()
-        for rel in masked:
-            parent = rel.rpartition("/")[0] or "."
-            while parent not in parents:
-                parents.add(parent)
-                if parent == ".":
-                    break
-                parent = parent.rpartition("/")[0] or "."
-        result: dict[str, tuple[Entry, ...]] = {}
-        for parent in parents:
-            path = self.root if parent == "." else os.path.join(self.root, parent)
-            listing: list[tuple[str, EntryKind | None]]
-            try:
-                with os.scandir(path) as entries:
-                    listing = [(e.name, _kind(e)) for e in entries]
-            except OSError:
-                listing = []
-            result[parent] = tuple(
-                Entry(name, kind) for name, kind in listing if kind is not None and _join(parent, name) not in masked
+        cached = self.cache.get("git-view")
+        if cached is None:
+            cached = RepoView(
+                self.root, self.hidden, self.complete, self.invisible, self.listings, self.shown | {".git"}
             )
-        return result
+            self.cache["git-view"] = cached
+        return cached
 
 
 def is_real_dir(path: str) -> bool:
@@ -88,17 +89,6 @@ def is_real_dir(path: str) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def _kind(entry: os.DirEntry[str]) -> EntryKind | None:
-    try:
-        if entry.is_symlink():
-            return "symlink"
-        if entry.is_dir(follow_symlinks=False):
-            return "dir"
-        return "file" if entry.is_file(follow_symlinks=False) else None
-    except OSError:
-        return None
 
 
 class ViewCache:
@@ -151,60 +141,87 @@ class _Scanner:
     def __init__(self, jail: Jail, watch: DirWatch | None) -> None:
         self.jail = jail
         self.root = jail.root
-        deny = jail.deny
-        self.denied: Callable[[str, bool], bool] = lambda rel, _is_dir: deny.is_entry_denied(rel)
+        self.deny = jail.deny
         self.watch = watch
         self.watching = watch is not None
         self.hidden: dict[str, EntryKind] = {}
+        self.invisible: set[str] = set()
+        self.listings: dict[str, tuple[Entry, ...]] = {}
         self.mtimes: dict[str, int] = {}
         self.budget = MAX_SCAN_ENTRIES
 
     def run(self) -> tuple[RepoView, dict[str, int]]:
-        complete = self._scan_dir(os.open(self.root, _DIR_FLAGS), ".")
-        return RepoView(self.root, self.hidden, complete), self.mtimes
+        complete = self._scan_dir(os.open(self.root, _DIR_FLAGS), ".") is not None
+        view = RepoView(self.root, self.hidden, complete, frozenset(self.invisible), self.listings)
+        return view, self.mtimes
 
-    def _scan_dir(self, dir_fd: int, rel: str) -> bool:
+    def _scan_dir(self, dir_fd: int, rel: str) -> bool | None:
+        """Whether anything under `rel` is hidden; None when the scan ran out of budget."""
         try:
             if self.watching and self.watch is not None:
                 self.watching = self.watch.add(self.root if rel == "." else os.path.join(self.root, rel))
             self.mtimes[rel] = os.fstat(dir_fd).st_mtime_ns
+            visible: list[tuple[str, EntryKind, str]] = []  # Entry objects only for the listings kept
             subdirs: list[str] = []
+            hides = False
             with os.scandir(dir_fd) as entries:
                 for entry in entries:
                     self.budget -= 1
                     if self.budget < 0:
-                        return False
+                        return None
                     child = _join(rel, entry.name)
-                    kind, hide = self._classify(entry, child)
-                    if hide:
-                        self.hidden[child] = kind
-                    elif kind == "dir":
-                        subdirs.append(entry.name)
+                    kind, target, verdict = self._classify(entry, child, dir_fd)
+                    if verdict == "visible":
+                        visible.append((entry.name, kind, target))
+                        if kind == "dir":
+                            subdirs.append(entry.name)
+                        continue
+                    hides = True
+                    self.hidden[child] = kind
+                    if verdict == "invisible":
+                        self.invisible.add(child)
             for name in subdirs:
                 try:
                     child_fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
                 except OSError:
                     continue
-                if not self._scan_dir(child_fd, _join(rel, name)):
-                    return False
-            return True
+                below = self._scan_dir(child_fd, _join(rel, name))
+                if below is None:
+                    return None
+                hides = hides or below
+            if hides:
+                self.listings[rel] = tuple(Entry(*fields) for fields in visible)
+            return hides
         finally:
             os.close(dir_fd)
 
-    def _classify(self, entry: os.DirEntry[str], rel: str) -> tuple[EntryKind, bool]:
-        """(kind, hidden) of one entry; d_type answers most of it without a stat."""
+    def _classify(self, entry: os.DirEntry[str], rel: str, dir_fd: int) -> tuple[EntryKind, str, str]:
+        """(kind, symlink target, "visible" | "invisible" | "masked"); d_type answers most of it without a stat."""
         try:
             if entry.is_dir(follow_symlinks=False):
-                return "dir", self.denied(rel, True)
+                return "dir", "", "invisible" if self.deny.is_entry_denied(rel) else "visible"
             if entry.is_symlink():
-                return "symlink", self.denied(rel, False)
-            if self.denied(rel, False):
-                return "file", True
+                target = os.readlink(entry.name, dir_fd=dir_fd)
+                return "symlink", target, "invisible" if self._names_denied(rel, target) else "visible"
+            if self.deny.is_entry_denied(rel):
+                return "file", "", "invisible"
             if not entry.is_file(follow_symlinks=False):
-                return "file", True  # FIFO, socket or device
-            return "file", entry.stat(follow_symlinks=False).st_nlink > 1 and not self.jail.allow_hard_links
+                return "file", "", "masked"  # FIFO, socket or device
+            hard_link = entry.stat(follow_symlinks=False).st_nlink > 1 and not self.jail.allow_hard_links
+            return "file", "", "masked" if hard_link else "visible"
         except OSError:
-            return "file", True
+            return "file", "", "invisible"
+
+    def _names_denied(self, rel: str, target: str) -> bool:
+        """A symlink whose own path or whose target (as written, or as resolved inside the root) is denied:
+        `ls -l` would print the denied name as the link's target."""
+        if self.deny.is_entry_denied(rel):
+            return True
+        if any(part not in ("", ".", "..") and self.deny.is_entry_denied(part) for part in target.split("/")):
+            return True
+        real = os.path.realpath(os.path.join(self.root, rel))
+        inside = os.path.relpath(real, self.root)
+        return inside != ".." and not inside.startswith("../") and self.deny.is_denied(inside)
 
 
 def _join(parent: str, name: str) -> str:

@@ -28,6 +28,9 @@ async def test_status_names_the_backend_that_results_report(
     assert status["tried"][expected].startswith("ok")
     assert status["rejected"] == {}
     assert status["unsandboxed"] is (expected == "none")
+    assert status["denied_names"].startswith(
+        {"none": "unprotected", "landlock": "unlistable"}.get(expected, "invisible")
+    )
     if expected == "none":
         assert "WITHOUT an OS sandbox" in status["warning"]
         assert "exec.sandbox is set to 'none'" in status["warning"]
