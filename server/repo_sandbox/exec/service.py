@@ -1,13 +1,15 @@
 """execute_bash end to end for one workspace: parse, expand, judge, approve, sandbox, run, shape the result.
 
-Approvals: a command whose programs include one from `exec.ask` calls the call's
-`extras[runtime.approvals.APPROVE](command, details)` (put there by the MCP wiring when the client can ask
-its user, see `runtime.approvals`); `details` is `{"programs": [...], "rule": "exec.ask", "cwd": ...}` and
-the answer is True to run the command or False to refuse it (`approval_denied`). Without that key the
-command is refused with `approval_required`: fail closed. Nothing is remembered between calls.
+Approvals (`exec.approval`): a command whose programs include one from `exec.ask` runs only after the
+user's yes through the call's `extras[runtime.approvals.APPROVE]`; without that provider it is refused with
+`approval_required` (fail closed). Nothing is remembered between calls.
 
 Every error raised once the command has started (`timeout`, `killed`, `sandbox_failed`) carries
 `duration_ms` in its details, so the exec-seconds budget counts the time it took.
+
+Audit (`workspace.audit.decision`): every refusal by the command policy (`command_denied`), every approval
+step (`exec.approval`), and, once per service, a sandbox that is not the one asked for or none at all
+(`sandbox_fallback`).
 """
 
 from __future__ import annotations
@@ -25,40 +27,29 @@ from typing import Any, Final
 import anyio
 
 from repo_sandbox.errors import (
-    ApprovalDeniedError,
-    ApprovalRequiredError,
     CommandNotAllowedError,
     InvalidArgumentsError,
     SandboxError,
     SandboxFailedError,
-    TimeoutExceededError,
 )
-from repo_sandbox.exec.capture import fit_text
+from repo_sandbox.exec.approval import obtain_approval
 from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
+from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, stderr_cap, stdout_cap
 from repo_sandbox.exec.parse import parse_command
-from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
+from repo_sandbox.exec.runner import TAG_VARIABLE, run_pipeline
 from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, stage_command
-from repo_sandbox.exec.selection import sandbox_info, sandbox_report
+from repo_sandbox.exec.selection import rejected, sandbox_info, sandbox_report, warning
 from repo_sandbox.exec.view import ViewCache
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
 from repo_sandbox.policy.operands import JailPaths
-from repo_sandbox.runtime.approvals import APPROVE, Approve
-from repo_sandbox.tools._results import OutputMeter
 from repo_sandbox.workspace import Workspace
 
 REPORTED_LIMITS: Final = frozenset(
     {"max_memory_mb", "max_processes", "max_open_files", "max_file_size_mb", "max_stages", "max_command_chars"}
 )
 """The `[exec]` limits shown in status and policy."""
-LANDLOCK_NOTE: Final = (
-    "[repo-sandbox: under the landlock sandbox a directory that holds protected entries (at any depth) cannot "
-    "be listed, and protected files cannot be read; list or search a subdirectory, or use search_files]\n"
-)
-"""Added to stderr when a program met a Landlock refusal, so the agent knows it is not a transient error."""
-DRAIN_LIMIT: Final = 64 * 1024 * 1024
-"""Bytes of stdout read before an endless producer is stopped (only head and tail are kept)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,17 +59,6 @@ class Planned:
     stages: list[StageCommand] | None
     tmp: str
     per_call: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ExecOutcome:
-    exit_code: int
-    stdout: str
-    stderr: str
-    stdout_truncated: bool
-    stderr_truncated: bool
-    duration_ms: float
-    sandbox: str
 
 
 class ExecService:
@@ -91,6 +71,7 @@ class ExecService:
         self.views = ViewCache(workspace.jail)
         self.git = GitHardening(workspace.root, shutil.which("git", path=SYSTEM_PATH))
         self._state_dir: str | None = None
+        self._sandbox_audited = False
         workspace.on_close.append(self.close)
 
     def close(self) -> None:
@@ -103,7 +84,25 @@ class ExecService:
 
     @property
     def sandbox(self) -> SandboxInfo:
-        return sandbox_info(self.config.sandbox, self.config.network)
+        info = sandbox_info(self.config.sandbox, self.config.network)
+        if not self._sandbox_audited:
+            self._sandbox_audited = True
+            self._audit_sandbox(info)
+        return info
+
+    def _audit_sandbox(self, info: SandboxInfo) -> None:
+        text = warning(info)
+        if text is None and not rejected(info):
+            return
+        decision = "unavailable" if info.backend is None else "unsandboxed" if text is not None else "fallback"
+        self.workspace.audit.decision(
+            "sandbox_fallback",
+            decision=decision,
+            rule="exec.sandbox",
+            requested=info.requested,
+            backend=str(info.backend) if info.backend is not None else None,
+            rejected=rejected(info),
+        )
 
     def report(self, *, programs: bool = False) -> dict[str, Any]:
         """The "exec" entry of status (and, with `programs`, of policy): is execute_bash on, which OS sandbox
@@ -123,7 +122,23 @@ class ExecService:
         return report
 
     def prepare(self, command: str, cwd: str) -> tuple[Evaluation, str]:
-        """Parse, expand globs and judge; returns the evaluation and the root-relative cwd. Blocking."""
+        """Parse, expand globs and judge; returns the evaluation and the root-relative cwd. Blocking.
+
+        Raises: SandboxError for every refusal, each recorded in the audit trail (`command_denied`).
+        """
+        try:
+            return self._judge(command, cwd)
+        except SandboxError as refusal:
+            details = refusal.details
+            self.workspace.audit.decision(
+                "command_denied",
+                rule=str(details.get("rule") or refusal.code),
+                code=refusal.code,
+                **{key: details[key] for key in ("program", "option", "construct", "field") if key in details},
+            )
+            raise
+
+    def _judge(self, command: str, cwd: str) -> tuple[Evaluation, str]:
         if not self.config.enabled:
             raise CommandNotAllowedError("execute_bash is disabled by the server policy.", rule="exec.enabled")
         pipeline = parse_command(command, max_stages=self.config.max_stages, max_chars=self.config.max_command_chars)
@@ -168,6 +183,9 @@ class ExecService:
                 limits=self._limits(timeout_s), network=self.config.network, git=plan.needs_git_dir,
             )  # fmt: skip
             if command is None:
+                self.workspace.audit.decision(
+                    "command_denied", rule="installed programs", code="command_not_allowed", program=plan.program
+                )
                 raise CommandNotAllowedError(
                     f"'{plan.program}' is allowed but not installed on this server.",
                     hint="Use another program or a dedicated tool.",
@@ -176,18 +194,6 @@ class ExecService:
                 )
             commands.append(command)
         return commands
-
-    async def approve(self, command: str, evaluation: Evaluation, cwd: str, extras: dict[str, Any]) -> None:
-        programs = sorted({p.program for p in evaluation.plans if p.program in self.policy.ask})
-        details = {"programs": programs, "rule": "exec.ask", "cwd": cwd}
-        approve: Approve | None = extras.get(APPROVE)
-        if approve is None:
-            raise ApprovalRequiredError(
-                f"'{', '.join(programs)}' needs a human's approval (exec.ask), which this client cannot give.",
-                **details,
-            )
-        if not await approve(command, details):
-            raise ApprovalDeniedError("The user did not approve this command.", **details)
 
     def timeout_for(self, requested: float | None) -> float:
         limits = self.workspace.limits
@@ -249,22 +255,25 @@ class ExecService:
         try:
             stages = planned.stages
             if stages is None:
-                await self.approve(command, planned.evaluation, planned.cwd, extras)
+                await obtain_approval(
+                    self.workspace.audit, self.policy.ask, command, planned.evaluation, planned.cwd, extras
+                )
                 stages = await anyio.to_thread.run_sync(
                     lambda: self.build(planned.evaluation, planned.cwd, self.backend(), planned.tmp, tag, timeout_s)
                 )
             started = time.perf_counter()
+            max_output = self.workspace.limits.max_output_bytes
             try:
                 try:
                     result = await run_pipeline(
-                        stages, timeout_s=timeout_s, stdout_cap=self._stdout_cap(), stderr_cap=self._stderr_cap(),
-                        drain_limit=DRAIN_LIMIT, tag=tag,
+                        stages, timeout_s=timeout_s, stdout_cap=stdout_cap(max_output),
+                        stderr_cap=stderr_cap(max_output), drain_limit=DRAIN_LIMIT, tag=tag,
                     )  # fmt: skip
                 except OSError as exc:
                     raise SandboxFailedError(
                         f"The sandbox could not start the command ({type(exc).__name__}).", sandbox=str(self.backend())
                     ) from None
-                return self._outcome(result, self.backend(), timeout_s)
+                return shape_outcome(result, self.backend(), timeout_s, max_output)
             except SandboxError as exc:
                 exc.details.setdefault("duration_ms", round((time.perf_counter() - started) * 1000, 1))
                 raise
@@ -272,44 +281,6 @@ class ExecService:
             if planned.per_call:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(lambda: shutil.rmtree(planned.tmp, ignore_errors=True))
-
-    def _stdout_cap(self) -> int:
-        return self.workspace.limits.max_output_bytes * 5 // 8
-
-    def _stderr_cap(self) -> int:
-        return self.workspace.limits.max_output_bytes // 8
-
-    def _outcome(self, result: RunResult, backend: Backend, timeout_s: float) -> ExecOutcome:
-        stdout, stderr = result.stdout.text(), result.stderr.text()
-        stdout_cut = result.stdout.truncated or result.flooded
-        budget = self.workspace.limits.max_output_bytes - 2 * OutputMeter.RESERVE
-        while OutputMeter.cost(stdout) + OutputMeter.cost(stderr) > budget and len(stdout) > 256:
-            stdout, _ = fit_text(stdout, len(stdout) * 3 // 4)
-            stdout_cut = True
-        if result.flooded:
-            stderr += f"\n[repo-sandbox: the command wrote more than {DRAIN_LIMIT} bytes and was stopped]\n"
-        if backend is Backend.LANDLOCK and "Permission denied" in stderr:
-            stderr += LANDLOCK_NOTE
-        if result.timed_out:
-            raise TimeoutExceededError(
-                f"The command did not finish within {timeout_s:g} s and was killed.",
-                hint="Pass a larger timeout (up to the server's maximum) or narrow the command.",
-                timeout_s=timeout_s,
-                stdout=fit_text(stdout, 8192)[0],
-                stderr=fit_text(stderr, 4096)[0],
-                stdout_truncated=True,
-                duration_ms=round(result.duration_ms, 1),
-                sandbox=str(backend),
-            )
-        return ExecOutcome(
-            exit_code=result.exit_code,
-            stdout=stdout,
-            stderr=stderr,
-            stdout_truncated=stdout_cut,
-            stderr_truncated=result.stderr.truncated,
-            duration_ms=round(result.duration_ms, 1),
-            sandbox=str(backend),
-        )
 
 
 _services: weakref.WeakKeyDictionary[Workspace, ExecService] = weakref.WeakKeyDictionary()
