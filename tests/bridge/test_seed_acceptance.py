@@ -7,6 +7,7 @@ graded error) comes back to the model as the tool message; these tests read it f
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,9 @@ import pytest
 from fake_openai import ScriptedChatServer, answer, tool_calls
 
 from conftest import ClientFactory
+from exec_support import os_backends
 from repo_sandbox.bridge.loop import run_tool_loop
-from repo_sandbox.bridge.openai import openai_tools
 from repo_sandbox.config.model import Settings
-from repo_sandbox.tools.registry import TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -112,17 +112,11 @@ async def test_a_file_over_1_mib_is_refused_when_the_limit_is_1_mib(
     assert result["error"]["code"] == "file_too_large"
 
 
-# execute_bash: registered by another branch (issue 3). These run against the registry as it is: until
-# execute_bash is registered they assert that it is absent and graded as an unknown tool (they do not pass
-# silently); once it is registered they assert the seed's expectation.
-
-EXECUTE_BASH_REGISTERED = "execute_bash" in TOOLS_BY_NAME
+# execute_bash ------------------------------------------------------------------------------------
 
 
-def assert_unknown_execute_bash(result: Any) -> None:
-    assert "execute_bash" not in [tool["function"]["name"] for tool in openai_tools()]
-    assert result["error"]["code"] == "invalid_arguments"
-    assert result["error"]["message"] == "Unknown tool 'execute_bash'."
+def tree(root: str) -> list[str]:
+    return sorted(os.path.join(top, name) for top, dirs, files in os.walk(root) for name in dirs + files)
 
 
 async def test_execute_bash_echo_hello_returns_hello(
@@ -130,24 +124,32 @@ async def test_execute_bash_echo_hello_returns_hello(
 ) -> None:
     arguments = {"command": "echo hello"}
     result = await call_through_bridge(chat_server, make_client, go_workspace, "execute_bash", arguments)
-    if not EXECUTE_BASH_REGISTERED:
-        assert_unknown_execute_bash(result)
-        return
-    assert "execute_bash" in [tool["function"]["name"] for tool in openai_tools()]
-    assert result["exit_code"] == 0 and result["stdout"] == "hello\n"
+    assert "execute_bash" in [tool["function"]["name"] for tool in chat_server.bodies[0]["tools"]]
+    assert result["exit_code"] == 0 and result["stdout"] == "hello\n" and result["stderr"] == ""
+    assert result["sandbox"] == os_backends()[0]
 
 
-@pytest.mark.parametrize("command", ["rm -rf /", "rm -rf .", "echo hi > /tmp/x", "ls; rm -rf /", "sh -c 'rm -rf /'"])
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        ("rm -rf /", "command_not_allowed"),
+        ("rm -rf .", "command_not_allowed"),
+        ("echo hi > /tmp/x", "command_not_allowed"),
+        ("ls; rm -rf /", "command_parse_error"),
+        ("sh -c 'rm -rf /'", "command_not_allowed"),
+        ("find / -delete", "path_outside_root"),
+        ("find . -delete", "argument_not_allowed"),
+    ],
+)
 async def test_execute_bash_rm_rf_is_refused_and_fed_back(
-    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace, command: str
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_workspace: Workspace, command: str, code: str
 ) -> None:
+    before = tree(go_workspace.root)
     result = await call_through_bridge(chat_server, make_client, go_workspace, "execute_bash", {"command": command})
-    if not EXECUTE_BASH_REGISTERED:
-        assert_unknown_execute_bash(result)
-        return
-    assert result["error"]["category"] in {"permission_denied", "invalid_argument"}
-    assert result["error"]["code"] in {"command_not_allowed", "argument_not_allowed", "command_parse_error"}
-    assert await anyio.Path(go_workspace.root, "main.go").exists()  # nothing was removed
+    assert result["error"]["code"] == code
+    expected = "invalid_argument" if code == "command_parse_error" else "permission_denied"
+    assert result["error"]["category"] == expected and result["error"]["retryable"] is False
+    assert tree(go_workspace.root) == before  # nothing was removed
 
 
 # 9.3 protocol: a multi-round conversation keeps its context (the seed's scenario 3) ----------------

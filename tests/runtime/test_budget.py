@@ -1,4 +1,4 @@
-"""Budget accounting on the stage itself, including execute_bash seconds (the tool lives on another branch)."""
+"""Budget accounting on the stage itself, including execute_bash seconds (end to end: test_exec_approvals.py)."""
 
 from __future__ import annotations
 

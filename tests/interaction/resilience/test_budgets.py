@@ -1,7 +1,7 @@
 """Per-session budgets (calls, output bytes) and the degraded search near the output budget, through the client.
 
-The exec-seconds budget needs execute_bash (another branch); its accounting is tested on the stage in
-tests/runtime/test_budget.py.
+The exec-seconds budget is tested end to end with execute_bash in test_exec_approvals.py, and its accounting on
+the stage in tests/runtime/test_budget.py.
 """
 
 from __future__ import annotations
