@@ -10,6 +10,7 @@ walk truncated.
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat
 from collections.abc import Iterator
@@ -65,6 +66,8 @@ def _read_small_file(dir_fd: int, name: str) -> str | None:
 
 
 def _load_ignore_spec(dir_fd: int, dir_rel: str, present: set[str], jail: Jail) -> IgnoreRules | None:
+    if not present:
+        return None
     lines: list[str] = []
     for name in IGNORE_FILES:
         # A deny-listed ignore file is not read either: its rules would reveal its content through what they hide.
@@ -87,6 +90,9 @@ class IgnoreStack:
     def pushed(self, dir_rel: str, spec: IgnoreRules | None) -> IgnoreStack:
         return self if spec is None else IgnoreStack((*self._specs, (dir_rel, spec)))
 
+    def __bool__(self) -> bool:
+        return bool(self._specs)
+
     def is_ignored(self, rel_path: str, *, is_dir: bool) -> bool:
         """The deepest ignore file with a rule for the path decides; within one, the last matching rule."""
         for base, spec in reversed(self._specs):
@@ -101,6 +107,10 @@ def _join(base: str, name: str) -> str:
     return name if base == "." else f"{base}/{name}"
 
 
+_Kept = tuple[str, str, bool, os.DirEntry[str]]
+"""An entry that passed the filters: (name, root-relative path, is_dir, the scandir entry)."""
+
+
 @dataclass(slots=True)
 class _Frame:
     """One directory being listed: its fd, where it is, the ignore rules in force and what is left of it."""
@@ -110,7 +120,7 @@ class _Frame:
     walk_prefix: str
     ignores: IgnoreStack
     depth: int
-    entries: list[os.DirEntry[str]]
+    kept: list[_Kept]
     own_fd: bool
     next_index: int = 0
 
@@ -181,7 +191,7 @@ class Walk:
         except OSError:
             return []  # unreadable or vanished: nothing to list
         self.entries_seen += len(entries)
-        entries.sort(key=lambda e: e.name)
+        entries.sort(key=_entry_name)
         return entries
 
     def _frame(self, fd: int, rel: str, walk_prefix: str, ignores: IgnoreStack, depth: int, *, own_fd: bool) -> _Frame:
@@ -189,51 +199,55 @@ class Walk:
         if entries and not self.options.include_ignored:
             present = {e.name for e in entries if e.name in IGNORE_FILES}
             ignores = ignores.pushed(rel, _load_ignore_spec(fd, rel, present, self.jail))
-        return _Frame(fd, rel, walk_prefix, ignores, depth, entries or [], own_fd)
+        return _Frame(fd, rel, walk_prefix, ignores, depth, self._keep(rel, entries or [], ignores), own_fd)
 
-    def _keep(self, frame: _Frame, entry: os.DirEntry[str]) -> tuple[str, bool] | None:
-        """(root-relative path, is_dir) of an entry the walk reports or enters; None to skip it."""
-        name = entry.name
-        if not self.options.include_hidden and name.startswith("."):
-            return None
-        try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = not is_dir and entry.is_file(follow_symlinks=False)
-        except OSError:
-            return None
-        if not (is_dir or is_file):
-            return None  # symlinks, FIFOs, sockets, devices
-        rel = _join(frame.rel, name)
-        if self.jail.deny.is_entry_denied(rel):
-            return None
-        if not self.options.include_ignored and frame.ignores.is_ignored(rel, is_dir=is_dir):
-            return None
-        return rel, is_dir
+    def _keep(self, dir_rel: str, entries: list[os.DirEntry[str]], ignores: IgnoreStack) -> list[_Kept]:
+        """The entries of one directory that the walk reports or enters, in name order.
+
+        Skipped: hidden names (unless asked for), symlinks, FIFOs, sockets and devices, deny-listed entries
+        and, unless asked for, ignored ones. Filtering a whole listing at once keeps the per-entry cost low.
+        """
+        include_hidden = self.options.include_hidden
+        denied = self.jail.deny.denied_names(dir_rel, [e.name for e in entries])
+        check_ignores = bool(ignores) and not self.options.include_ignored
+        prefix = "" if dir_rel == "." else dir_rel + "/"
+        kept: list[_Kept] = []
+        for entry in entries:
+            name = entry.name
+            if not include_hidden and name.startswith("."):
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if not is_dir and not entry.is_file(follow_symlinks=False):
+                    continue  # symlinks, FIFOs, sockets, devices
+            except OSError:
+                continue
+            rel = prefix + name
+            if name in denied or (check_ignores and ignores.is_ignored(rel, is_dir=is_dir)):
+                continue
+            kept.append((name, rel, is_dir, entry))
+        return kept
 
     def __iter__(self) -> Iterator[FileEntry]:
         frames = [self._frame(self.start_fd, self.start_rel, "", self._ancestor_ignores(), 0, own_fd=False)]
         try:
             while frames and not self._stopped:
                 frame = frames[-1]
-                if frame.next_index >= len(frame.entries):
+                if frame.next_index >= len(frame.kept):
                     frames.pop()
                     if frame.own_fd:
                         os.close(frame.fd)
                     continue
-                entry = frame.entries[frame.next_index]
+                name, rel, is_dir, entry = frame.kept[frame.next_index]
                 frame.next_index += 1
-                kept = self._keep(frame, entry)
-                if kept is None:
-                    continue
-                rel, is_dir = kept
-                walk_rel = frame.walk_prefix + entry.name
+                walk_rel = frame.walk_prefix + name
                 if not is_dir:
-                    yield FileEntry(rel_path=rel, walk_rel=walk_rel, name=entry.name, dir_fd=frame.fd, entry=entry)
+                    yield FileEntry(rel, walk_rel, name, frame.fd, entry)
                     continue
                 if frame.depth + 1 >= self.options.max_depth:
                     self.truncated = True
                     continue
-                child_fd = self._open_child(frame.fd, entry.name)
+                child_fd = self._open_child(frame.fd, name)
                 if child_fd is not None:
                     child = self._frame(child_fd, rel, walk_rel + "/", frame.ignores, frame.depth + 1, own_fd=True)
                     frames.append(child)
@@ -250,6 +264,9 @@ class Walk:
             if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
                 self.truncated = True  # out of descriptors: say the result is incomplete rather than skip quietly
             return None
+
+
+_entry_name = operator.attrgetter("name")
 
 
 def _exists_at(dir_fd: int, name: str) -> bool:
