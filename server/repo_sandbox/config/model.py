@@ -150,6 +150,17 @@ class BudgetConfig(_Section):
     """When less output budget than this is left, search_text answers with file names only and says so."""
 
 
+class SearchConfig(_Section):
+    """Which engine search_text uses."""
+
+    engine: Literal["auto", "ripgrep", "python"] = "auto"
+    """"auto": ripgrep when a usable binary is found (else the Python engine); "ripgrep": the same, named
+    explicitly; "python": always the built-in engine (both give the same results)."""
+    ripgrep_path: str = ""
+    """Absolute path of the rg binary to use; "" looks for `rg` on PATH, then the one the `ripgrep` wheel
+    installed next to this Python."""
+
+
 class Settings(_Section):
     """The whole effective policy."""
 
@@ -160,3 +171,4 @@ class Settings(_Section):
 
     guard: GuardConfig = Field(default_factory=GuardConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -22,9 +23,15 @@ class SearchRequest:
     mode: OutputMode = "content"
     include_hidden: bool | None = None
     include_ignored: bool = False
+    cancel: threading.Event | None = field(default=None, compare=False)
+    """Set by the caller to stop the search (and its rg process) early; the engine then raises SearchCancelled."""
     keep_hits: tuple[int, int] = (0, 0)
     """Matching lines to materialise, as [start, stop) indices over the whole result in path order; every
     other hit is only counted, so a 100k-hit search holds one page of lines in memory, not all of them."""
+
+
+class SearchCancelled(Exception):
+    """The caller set `SearchRequest.cancel`."""
 
 
 @dataclass(slots=True)

@@ -23,6 +23,8 @@ from repo_sandbox.policy.paths import Jail
 IGNORE_FILES = (".gitignore", ".ignore")
 """Per-directory ignore files, lowest precedence first."""
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
+UNREAD_IGNORE_FILE = "\x00unread"
+"""Stands in `Walk.ignore_lines` for a deny-listed ignore file this walker did not read (no real line has NUL)."""
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -65,7 +67,9 @@ def _read_small_file(dir_fd: int, name: str) -> str | None:
         os.close(fd)
 
 
-def _load_ignore_spec(dir_fd: int, dir_rel: str, present: set[str], jail: Jail) -> IgnoreRules | None:
+def _load_ignore_spec(
+    dir_fd: int, dir_rel: str, present: set[str], jail: Jail, sink: list[str] | None = None
+) -> IgnoreRules | None:
     if not present:
         return None
     lines: list[str] = []
@@ -75,6 +79,10 @@ def _load_ignore_spec(dir_fd: int, dir_rel: str, present: set[str], jail: Jail) 
             text = _read_small_file(dir_fd, name)
             if text:
                 lines.extend(text.splitlines())
+        elif name in present and sink is not None:
+            sink.append(UNREAD_IGNORE_FILE)
+    if sink is not None:
+        sink.extend(lines)
     rules = IgnoreRules(lines)
     return rules if rules else None
 
@@ -140,6 +148,12 @@ class Walk:
         self.truncated = False
         self.entries_seen = 0
         self._stopped = False
+        self.ignore_lines: list[str] = []
+        """Every line of the ignore files this walk applied (ancestors' included), for engines that must
+        know whether ripgrep's own ignore matching would agree."""
+        self.saw_ancestor_ignores = False
+        self.saw_rgignore = False
+        """A `.rgignore` (which ripgrep reads and this walker does not) is in a walked directory."""
 
     def _ancestor_ignores(self) -> IgnoreStack:
         """Ignore files of the root and every directory above the start directory apply too."""
@@ -155,7 +169,8 @@ class Walk:
                 continue  # a denied or vanished ancestor contributes no ignore rules
             try:
                 present = {n for n in IGNORE_FILES if _exists_at(fd, n)}
-                stack = stack.pushed(dir_rel, _load_ignore_spec(fd, dir_rel, present, self.jail))
+                self.saw_ancestor_ignores |= bool(present)
+                stack = stack.pushed(dir_rel, _load_ignore_spec(fd, dir_rel, present, self.jail, self.ignore_lines))
             finally:
                 os.close(fd)
         return stack
@@ -198,7 +213,8 @@ class Walk:
         entries = self._list(fd)
         if entries and not self.options.include_ignored:
             present = {e.name for e in entries if e.name in IGNORE_FILES}
-            ignores = ignores.pushed(rel, _load_ignore_spec(fd, rel, present, self.jail))
+            self.saw_rgignore |= any(e.name == ".rgignore" for e in entries)
+            ignores = ignores.pushed(rel, _load_ignore_spec(fd, rel, present, self.jail, self.ignore_lines))
         return _Frame(fd, rel, walk_prefix, ignores, depth, self._keep(rel, entries or [], ignores), own_fd)
 
     def _keep(self, dir_rel: str, entries: list[os.DirEntry[str]], ignores: IgnoreStack) -> list[_Kept]:

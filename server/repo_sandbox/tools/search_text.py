@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from repo_sandbox.engine.pysearch import LineHit
-from repo_sandbox.engine.pytree import iter_file_hits
 from repo_sandbox.engine.request import SearchRequest, SearchStats
+from repo_sandbox.engine.select import iter_file_hits
 from repo_sandbox.tools._results import OutputMeter, Paged, ResultModel, page_offsets
 from repo_sandbox.tools._textfile import cut_text
 from repo_sandbox.workspace import Workspace

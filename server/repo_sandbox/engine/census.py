@@ -1,0 +1,121 @@
+"""The files a search may read, decided by the policy walker, with each one's kind: the census.
+
+The ripgrep engine runs this in a thread while rg searches: rg may only *add* candidates (it is given
+the policy as flags too), so its output is kept only for files the census lists as text. The census
+sees each file exactly as the Python engine does (open without following links, the hard-link policy,
+the size limit, an 8 KiB binary sniff), so both engines count `files_searched`, `skipped_binary` and
+`skipped_too_large` alike.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Final
+
+from repo_sandbox.engine.request import SearchRequest, SearchStats
+from repo_sandbox.tools._glob import Glob
+from repo_sandbox.tools._results import is_presentable
+from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
+from repo_sandbox.tools._walk import UNREAD_IGNORE_FILE
+from repo_sandbox.workspace import Workspace
+
+TEXT: Final = 0
+BINARY: Final = 1
+TOO_LARGE: Final = 2
+
+_UNSHARED_CHARS: Final = frozenset("\\[]?{}")
+
+
+def simple_rule(line: str) -> bool:
+    """Whether ripgrep's ignore matcher and git provably read this ignore line alike: plain names, `*`
+    inside a segment, `**` as a whole segment, anchoring and directory slashes, negation of a plain path.
+    Escapes, classes, `?`, braces, odd whitespace and negated wildcards are left to the census (ripgrep
+    is then told to ignore nothing)."""
+    line = line.rstrip("\r\n")
+    if not line.strip() or line.startswith("#"):
+        return True
+    if line != line.strip() or any(ch in _UNSHARED_CHARS for ch in line):
+        return False
+    body = line.removeprefix("!")
+    if body != line and "*" in body:
+        return False
+    return all(segment == "**" or "**" not in segment for segment in body.split("/"))
+
+
+@dataclass
+class Census:
+    """Fill with `run()` (in a thread); read after `done` is set."""
+
+    ws: Workspace
+    request: SearchRequest
+    glob: Glob | None
+    files: list[str] = field(default_factory=list[str])
+    """Root-relative paths in path order."""
+    kinds: list[int] = field(default_factory=list[int])
+    position: dict[str, int] = field(default_factory=dict[str, int])
+    walk_truncated: bool = False
+    rg_ignores_agree: bool = True
+    """No ignore file that ripgrep could read differently (see `simple_rule`), no `.rgignore`, and none
+    above the start directory (ripgrep is told not to look upwards)."""
+    done: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+    _running: list[tuple[int, int, int]] = field(default_factory=list[tuple[int, int, int]])
+
+    def run(self) -> None:
+        try:
+            self._walk()
+        except BaseException as exc:  # noqa: BLE001  # re-raised by the searching thread
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def _walk(self) -> None:
+        max_bytes = self.ws.limits.max_file_bytes
+        request = self.request
+        with self.ws.walk(
+            request.path, include_hidden=request.include_hidden, include_ignored=request.include_ignored
+        ) as walk:
+            for entry in walk:
+                if self.stop.is_set():
+                    break
+                if (self.glob is not None and not self.glob.matches(entry.walk_rel)) or not is_presentable(
+                    entry.rel_path
+                ):
+                    continue
+                fd = walk.open_file(entry)
+                if fd is None:
+                    continue
+                try:
+                    if os.fstat(fd).st_size > max_bytes:
+                        kind = TOO_LARGE
+                    else:
+                        kind = BINARY if looks_binary(os.pread(fd, SNIFF_BYTES, 0)) else TEXT
+                finally:
+                    os.close(fd)
+                self.position[entry.rel_path] = len(self.files)
+                self.files.append(entry.rel_path)
+                self.kinds.append(kind)
+            self.walk_truncated = walk.truncated
+            self.rg_ignores_agree = (
+                not walk.saw_rgignore
+                and not walk.saw_ancestor_ignores
+                and UNREAD_IGNORE_FILE not in walk.ignore_lines
+                and all(simple_rule(line) for line in walk.ignore_lines)
+            )
+
+    def stats_through(self, index: int, stats: SearchStats) -> None:
+        """Set `stats` to the counts of the files up to and including `index` (-1: none); call after `done`."""
+        if len(self._running) != len(self.kinds) + 1:
+            running = [(0, 0, 0)]
+            counts = [0, 0, 0]
+            for kind in self.kinds:
+                counts[kind] += 1
+                running.append((counts[0], counts[1], counts[2]))
+            self._running = running
+        stats.files_searched, stats.skipped_binary, stats.skipped_too_large = self._running[index + 1]
+
+    def progress(self) -> int:
+        return len(self.files)
