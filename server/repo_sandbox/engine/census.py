@@ -10,7 +10,9 @@ the size limit, an 8 KiB binary sniff), so both engines count `files_searched`, 
 from __future__ import annotations
 
 import os
+import stat
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -18,7 +20,7 @@ from repo_sandbox.engine.request import SearchRequest, SearchStats
 from repo_sandbox.tools._glob import Glob
 from repo_sandbox.tools._results import is_presentable
 from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
-from repo_sandbox.tools._walk import UNREAD_IGNORE_FILE
+from repo_sandbox.tools._walk import UNREAD_IGNORE_FILE, FileEntry, Walk
 from repo_sandbox.workspace import Workspace
 
 TEXT: Final = 0
@@ -44,6 +46,26 @@ def simple_rule(line: str) -> bool:
     return all(segment == "**" or "**" not in segment for segment in body.split("/"))
 
 
+MAX_KNOWN: Final = 200_000
+"""Most remembered file kinds per workspace (about 30 MiB at the limit)."""
+_known_by_workspace: weakref.WeakKeyDictionary[Workspace, dict[str, tuple[tuple[int, ...], int]]] = (
+    weakref.WeakKeyDictionary()
+)
+_known_lock = threading.Lock()
+
+
+def known_kinds(ws: Workspace) -> dict[str, tuple[tuple[int, ...], int]]:
+    """The workspace's memory of sniffed kinds. A kind is reused only while the file keeps its identity
+    and change time (device, inode, size, mtime, ctime: any write, rename over it or chmod changes one), so
+    a repeated search stats each file instead of opening and reading its head."""
+    with _known_lock:
+        return _known_by_workspace.setdefault(ws, {})
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 @dataclass
 class Census:
     """Fill with `run()` (in a thread); read after `done` is set."""
@@ -59,6 +81,8 @@ class Census:
     rg_ignores_agree: bool = True
     """No ignore file that ripgrep could read differently (see `simple_rule`), no `.rgignore`, and none
     above the start directory (ripgrep is told not to look upwards)."""
+    known: dict[str, tuple[tuple[int, ...], int]] = field(default_factory=dict[str, tuple[tuple[int, ...], int]])
+    """Kinds sniffed before (see `known_kinds`), by path, with the file identity they were sniffed at."""
     done: threading.Event = field(default_factory=threading.Event)
     stop: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
@@ -85,16 +109,9 @@ class Census:
                     entry.rel_path
                 ):
                     continue
-                fd = walk.open_file(entry)
-                if fd is None:
+                kind = self._kind(walk, entry, max_bytes)
+                if kind is None:
                     continue
-                try:
-                    if os.fstat(fd).st_size > max_bytes:
-                        kind = TOO_LARGE
-                    else:
-                        kind = BINARY if looks_binary(os.pread(fd, SNIFF_BYTES, 0)) else TEXT
-                finally:
-                    os.close(fd)
                 self.position[entry.rel_path] = len(self.files)
                 self.files.append(entry.rel_path)
                 self.kinds.append(kind)
@@ -105,6 +122,34 @@ class Census:
                 and UNREAD_IGNORE_FILE not in walk.ignore_lines
                 and all(simple_rule(line) for line in walk.ignore_lines)
             )
+
+    def _kind(self, walk: Walk, entry: FileEntry, max_bytes: int) -> int | None:
+        """The file's kind, or None when the walk's policy refuses it (not a regular file, hard-linked)."""
+        try:
+            info = entry.entry.stat(follow_symlinks=False)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not walk.jail.allow_hard_links):
+            return None
+        if info.st_size > max_bytes:
+            return TOO_LARGE
+        key = _identity(info)
+        known = self.known.get(entry.rel_path)
+        if known is not None and known[0] == key:
+            return known[1]
+        opened = walk.open_file_stat(entry)
+        if opened is None:
+            return None
+        fd, info = opened
+        try:
+            if info.st_size > max_bytes:
+                return TOO_LARGE
+            kind = BINARY if looks_binary(os.pread(fd, SNIFF_BYTES, 0)) else TEXT
+        finally:
+            os.close(fd)
+        if len(self.known) < MAX_KNOWN:
+            self.known[entry.rel_path] = (_identity(info), kind)
+        return kind
 
     def stats_through(self, index: int, stats: SearchStats) -> None:
         """Set `stats` to the counts of the files up to and including `index` (-1: none); call after `done`."""

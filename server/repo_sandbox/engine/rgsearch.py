@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 from repo_sandbox.engine import pytree
-from repo_sandbox.engine.census import TEXT, Census, simple_rule
+from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
 from repo_sandbox.engine.confine import confinement
 from repo_sandbox.engine.pysearch import LineHit, Query
 from repo_sandbox.engine.request import FileHits, SearchCancelled, SearchRequest, SearchStats
@@ -62,7 +62,7 @@ class _Search:
         self.dir_fd = dir_fd
         self.cancel = request.cancel
         self.glob = compile_glob(request.glob) if request.glob else None
-        self.census = Census(ws, request, self.glob)
+        self.census = Census(ws, request, self.glob, known=known_kinds(ws))
         self.prefix = "" if start_rel == "." else start_rel + "/"
         self.hits_before = 0
         self.process: RgProcess | None = None

@@ -20,7 +20,7 @@ def looks_binary(head: bytes) -> bool:
     """NUL in the head, or a head that is mostly not UTF-8."""
     if b"\x00" in head:
         return True
-    if not head:
+    if not head or head.isascii():
         return False
     try:
         head.decode("utf-8")

@@ -178,6 +178,11 @@ class Walk:
     def open_file(self, entry: FileEntry) -> int | None:
         """Open a walked file without following symlinks; None if it changed into something else meanwhile,
         or is a hard link the policy refuses. The caller closes the fd."""
+        opened = self.open_file_stat(entry)
+        return None if opened is None else opened[0]
+
+    def open_file_stat(self, entry: FileEntry) -> tuple[int, os.stat_result] | None:
+        """As `open_file`, also returning the `fstat` of the opened file."""
         try:
             fd = os.open(entry.name, _FILE_FLAGS, dir_fd=entry.dir_fd)
         except OSError:
@@ -190,7 +195,7 @@ class Walk:
         if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not self.jail.allow_hard_links):
             os.close(fd)
             return None
-        return fd
+        return fd, info
 
     def _list(self, dir_fd: int) -> list[os.DirEntry[str]] | None:
         """The directory's entries sorted by name; None when the entry cap is reached (the walk then ends)."""
