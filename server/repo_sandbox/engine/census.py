@@ -99,6 +99,7 @@ class Census:
     def _walk(self) -> None:
         max_bytes = self.ws.limits.max_file_bytes
         request = self.request
+        progress = request.progress
         with self.ws.walk(
             request.path, include_hidden=request.include_hidden, include_ignored=request.include_ignored
         ) as walk:
@@ -112,6 +113,8 @@ class Census:
                 kind = self._kind(walk, entry, max_bytes)
                 if kind is None:
                     continue
+                if progress is not None:
+                    progress.files += 1
                 self.position[entry.rel_path] = len(self.files)
                 self.files.append(entry.rel_path)
                 self.kinds.append(kind)

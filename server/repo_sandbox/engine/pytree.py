@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 
 from repo_sandbox.engine.pysearch import Deadline, Query, decode_buffer, search_text_buffer
-from repo_sandbox.engine.request import FileHits, SearchRequest, SearchStats
+from repo_sandbox.engine.request import FileHits, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.tools._results import is_presentable
 from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
@@ -45,6 +45,11 @@ class _FileSearcher:
         self.hits_before = 0
 
     def search(self, fd: int, rel_path: str) -> FileHits | None:
+        request = self.request
+        if request.cancel is not None and request.cancel.is_set():
+            raise SearchCancelled
+        if request.progress is not None:
+            request.progress.files += 1
         size = os.fstat(fd).st_size
         data = None if size > self.max_bytes else _read_at_most(fd, size, self.max_bytes)
         if data is None:

@@ -25,9 +25,19 @@ class SearchRequest:
     include_ignored: bool = False
     cancel: threading.Event | None = field(default=None, compare=False)
     """Set by the caller to stop the search (and its rg process) early; the engine then raises SearchCancelled."""
+    progress: Progress | None = field(default=None, compare=False)
     keep_hits: tuple[int, int] = (0, 0)
     """Matching lines to materialise, as [start, stop) indices over the whole result in path order; every
     other hit is only counted, so a 100k-hit search holds one page of lines in memory, not all of them."""
+
+
+class Progress:
+    """Files examined so far, updated by the engine's thread and read by the progress reporter."""
+
+    __slots__ = ("files",)
+
+    def __init__(self) -> None:
+        self.files = 0
 
 
 class SearchCancelled(Exception):
