@@ -46,6 +46,34 @@ class Deadline:
         return left
 
 
+def line_anchors(pattern: str) -> str:
+    """`\\A` and `\\z` as ripgrep reads them in line mode, where every line is a text of its own: the start
+    and the end of a line (`^` and `$` under MULTILINE)."""
+    if "\\" not in pattern:
+        return pattern
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            pair = pattern[i : i + 2]
+            out.append({"\\A": "^", "\\z": "$"}.get(pair, pair) if not in_class else pair)
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+            if pattern.startswith(("[^]", "[]"), i):
+                out.append(pattern[i : i + (3 if pattern[i + 1] == "^" else 2)])
+                i += len(out[-1])
+                continue
+        elif ch == "]" and in_class:
+            in_class = False
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 @dataclass(slots=True)
 class Query:
     """A compiled search pattern."""
@@ -66,10 +94,12 @@ class Query:
                 hint="Set multiline=true to let matches span lines.",
                 pattern=pattern[:200],
             )
-        source = regex.escape(pattern) if fixed_strings else pattern
+        source = pattern if multiline else line_anchors(pattern)
+        if fixed_strings:
+            source = regex.escape(pattern)
         flags = regex.MULTILINE | regex.VERSION0
         if not case_sensitive:
-            flags |= regex.IGNORECASE | regex.FULLCASE
+            flags |= regex.IGNORECASE  # simple case folding, as ripgrep (no 'ß' == 'SS')
         try:
             compiled = regex.compile(source, flags)
         except (regex.error, OverflowError, RecursionError) as exc:
