@@ -78,7 +78,7 @@ def test_context_lines_come_from_both_sides_and_stop_at_the_edges() -> None:
 @pytest.mark.parametrize(
     ("pattern", "case", "fixed", "lines"),
     [
-        ("ß", False, False, [1, 2]),  # full case folding: 'ß' matches 'SS'
+        ("ß", False, False, [1]),  # simple case folding, as ripgrep: 'ß' does not match 'SS'
         ("HELLO", False, True, [3]),
         ("a.b", True, True, [4]),
         ("a.b", True, False, [4, 5]),
