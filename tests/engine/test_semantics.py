@@ -228,3 +228,20 @@ def test_ignore_rules_ripgrep_would_read_differently_are_decided_by_the_walker(t
     finally:
         rg_ws.close()
         py_ws.close()
+
+
+def test_the_status_resource_names_the_engine_and_the_rg_binary(tree: Path) -> None:
+    from repo_sandbox.resources import Caller, status_document
+    from repo_sandbox.runtime.assembly import AgentLoopState
+
+    for engine, expected in (("ripgrep", "ripgrep"), ("hidden", "python")):
+        ws = _workspace(tree, engine)
+        try:
+            search = status_document(ws, AgentLoopState.from_workspace(ws), Caller("s", can_elicit=False))["search"]
+        finally:
+            ws.close()
+        assert search["engine"] == expected
+        if expected == "ripgrep":
+            assert search["ripgrep"]["path"].endswith("/rg") and search["ripgrep"]["version"] >= "13"
+        else:
+            assert search["ripgrep"] is None
