@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from repo_sandbox.engine.pysearch import Deadline, LineHit, Query, decode_buffer, search_text_buffer
+from repo_sandbox.engine.pysearch import Deadline, Query, decode_buffer, search_text_buffer
+from repo_sandbox.engine.request import LineHit
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 

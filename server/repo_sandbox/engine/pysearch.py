@@ -9,23 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import regex
 
 from repo_sandbox.engine.dialect import check_dialect
+from repo_sandbox.engine.request import LineHit
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
-
-
-@dataclass(slots=True)
-class LineHit:
-    """One matching line (or, in multiline mode, the lines of one match)."""
-
-    line: int
-    text: str
-    before: list[str] = field(default_factory=list[str])
-    after: list[str] = field(default_factory=list[str])
 
 
 class Deadline:

@@ -6,9 +6,17 @@ import threading
 from dataclasses import dataclass, field
 from typing import Literal
 
-from repo_sandbox.engine.pysearch import LineHit
-
 OutputMode = Literal["content", "files_with_matches", "count"]
+
+
+@dataclass(slots=True)
+class LineHit:
+    """One matching line (or, in multiline mode, the lines of one match)."""
+
+    line: int
+    text: str
+    before: list[str] = field(default_factory=list[str])
+    after: list[str] = field(default_factory=list[str])
 
 
 @dataclass(frozen=True, slots=True)

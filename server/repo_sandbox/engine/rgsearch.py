@@ -23,8 +23,8 @@ from typing import Final
 from repo_sandbox.engine import pytree
 from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
 from repo_sandbox.engine.confine import confinement
-from repo_sandbox.engine.pysearch import LineHit, Query
-from repo_sandbox.engine.request import FileHits, SearchCancelled, SearchRequest, SearchStats
+from repo_sandbox.engine.pysearch import Query
+from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, build_argv
 from repo_sandbox.engine.ripgrep import Ripgrep
 from repo_sandbox.tools._glob import compile_glob

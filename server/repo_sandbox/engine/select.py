@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from repo_sandbox.engine import confine, pytree, ripgrep
+from repo_sandbox.engine import ripgrep
 from repo_sandbox.engine.request import FileHits, SearchRequest, SearchStats
 from repo_sandbox.workspace import Workspace
 
@@ -14,7 +14,11 @@ def ripgrep_for(ws: Workspace) -> ripgrep.Ripgrep | None:
     """The rg binary this workspace's searches use, or None for the Python engine (also when rg could not
     be confined to the repository by Landlock, or started inside the jail's directory through /proc)."""
     search = ws.settings.search
-    if search.engine == "python" or not confine.available() or not ws.jail.uses_proc:
+    if search.engine == "python" or not ws.jail.uses_proc:
+        return None
+    from repo_sandbox.engine import confine  # ctypes: loaded on the first search, not at start-up
+
+    if not confine.available():
         return None
     return ripgrep.locate(search.ripgrep_path)
 
@@ -27,6 +31,8 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
     """
     rg = ripgrep_for(ws)
     if rg is None or request.multiline:
+        from repo_sandbox.engine import pytree  # imports `regex`: loaded on the first search, not at start-up
+
         return pytree.iter_file_hits(ws, request, stats)
     from repo_sandbox.engine import rgsearch
 

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from repo_sandbox.engine.pysearch import LineHit
-from repo_sandbox.engine.request import Progress, SearchCancelled, SearchRequest, SearchStats
+from repo_sandbox.engine.request import LineHit, Progress, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.select import iter_file_hits
 from repo_sandbox.tools._results import OutputMeter, Paged, ResultModel, page_offsets
 from repo_sandbox.tools._textfile import cut_text
