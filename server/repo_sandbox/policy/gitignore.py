@@ -132,6 +132,8 @@ class _Rule:
     dir_only: bool
     anchored: bool
     regex: re.Pattern[str]
+    parent: re.Pattern[str] | None = None
+    """For an anchored rule without `**`: the directories whose entries it can match (else None: any)."""
 
 
 def _strip_trailing_spaces(line: str) -> str:
@@ -155,7 +157,10 @@ def _parse(line: str, index: int) -> _Rule | None:
     anchored = "/" in line
     line = line.removeprefix("/")
     source = _path_regex(line) if anchored else _segment(line)
-    return _Rule(index, negate, dir_only, anchored, re.compile(source, re.DOTALL))
+    parent = None
+    if anchored and "**" not in line:
+        parent = re.compile(_path_regex(line.rpartition("/")[0]), re.DOTALL)
+    return _Rule(index, negate, dir_only, anchored, re.compile(source, re.DOTALL), parent)
 
 
 def _either(rules: list[_Rule]) -> re.Pattern[str]:
@@ -188,7 +193,12 @@ class IgnoreRules:
         starts = {m.start() for m in self._name_scan.finditer(joined)}
         found: list[int] = []
         offset = 0
-        anchored = self._anchored_any.fullmatch if self._has_anchored else None
+        directory = prefix[:-1]
+        anchored = (
+            self._anchored_any.fullmatch
+            if any(r.anchored and (r.parent is None or r.parent.fullmatch(directory)) for r in self._rules)
+            else None
+        )
         for index, name in enumerate(names):
             if offset in starts or (anchored is not None and anchored(prefix + name) is not None):
                 found.append(index)
