@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from repo_sandbox.config.loader import load_settings
-from repo_sandbox.engine import rgprocess, rgsearch, ripgrep
+from repo_sandbox.engine import rgprocess, rgsearch, ripgrep, select
 from repo_sandbox.engine.request import SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import RgOptions, build_argv
 from repo_sandbox.tools.search_text import SearchTextArgs, SearchTextContentResult, search_text
@@ -166,3 +166,31 @@ def test_a_pattern_rg_refuses_is_answered_by_the_python_engine(rg: ripgrep.Ripgr
             list(rgsearch.iter_file_hits(ws, rg, SearchRequest(pattern=r"\p{NoSuchClass}"), SearchStats()))
     finally:
         ws.close()
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "exit 126",  # what a child that could not confine itself reports
+        "echo 'rg: something broke' >&2; exit 2",
+        "echo 'f.txt'; sleep 0; exit 3",
+    ],
+)
+def test_an_rg_that_fails_leaves_the_answer_to_the_python_engine(tmp_path: Path, script: str) -> None:
+    fake = tmp_path / "bin" / "rg"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "ripgrep 14.1.0"; exit 0; fi\n{script}\n')
+    fake.chmod(0o755)
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "f.txt").write_text("hello\n")
+    ripgrep.forget()
+    overrides: dict[tuple[str, str], Any] = {("workspace", "root"): str(tmp_path / "repo")}
+    ws = Workspace(load_settings(None, env={}, overrides={**overrides, ("search", "ripgrep_path"): str(fake)}))
+    try:
+        assert select.report(ws)["ripgrep"]["path"] == str(fake)  # the failing rg is the one in use
+        result = _content(search_text(ws, SearchTextArgs(pattern="hello")))
+        assert [(m.path, m.line) for m in result.matches] == [("f.txt", 1)]
+        assert (result.files_searched, result.total_matches) == (1, 1)
+    finally:
+        ws.close()
+        ripgrep.forget()

@@ -27,6 +27,7 @@ from repo_sandbox.engine.pysearch import Query
 from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, build_argv
 from repo_sandbox.engine.ripgrep import Ripgrep
+from repo_sandbox.errors import IOFailureError
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.workspace import Workspace
 
@@ -85,7 +86,10 @@ class _Search:
     def _start(self, options: RgOptions) -> RgProcess:
         self._stop_process()
         argv = build_argv(self.rg, self.request, options)
-        self.process = RgProcess(argv, self.dir_fd, self.confine, count_only=options.count_only)
+        try:
+            self.process = RgProcess(argv, self.dir_fd, self.confine, count_only=options.count_only)
+        except OSError as exc:  # rg vanished, or cannot start under its confinement
+            raise _Fallback(str(exc)) from exc
         return self.process
 
     def _stop_process(self) -> None:
@@ -93,10 +97,15 @@ class _Search:
             self.process.close()
             self.process = None
 
-    def _finish(self, process: RgProcess) -> None:
+    def _finish(self, process: RgProcess, *, yielded: bool = False) -> None:
+        """Check how a run that was read to the end exited. 0/1: matches or none; 2 with output: some file
+        could not be read (the census decides about files anyway); anything else: rg could not answer."""
         code = process.finish()
-        if code == 2 and ("regex" in process.error_text or "glob" in process.error_text or not process.bytes_read):
-            raise _Fallback(process.error_text)
+        if code in (0, 1) or (code == 2 and process.bytes_read and "regex" not in process.error_text):
+            return
+        if yielded:
+            raise IOFailureError("The search engine failed while streaming results; try again.", exit_code=code)
+        raise _Fallback(process.error_text)
 
     def _collect(self, options: RgOptions) -> dict[bytes, FileOutput] | None:
         """Every file's output of an unsorted run; None when there are too many matches to sort them all."""
@@ -172,12 +181,14 @@ class _Search:
                     yield self._emit(position, output)
             else:
                 process = self._start(RgOptions(**{**_fields(options), "sorted_output": True}))
+                yielded = False
                 for output in process.files():
                     self._check_cancel()
                     position = self._placed(output)
                     if position is not None:
+                        yielded = True
                         yield self._emit(position, output)
-                self._finish(process)
+                self._finish(process, yielded=yielded)
             self.census.stats_through(len(self.census.kinds) - 1, self.stats)
             self.stats.walk_truncated = self.census.walk_truncated
         finally:
