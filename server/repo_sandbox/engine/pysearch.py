@@ -65,6 +65,46 @@ def line_anchors(pattern: str) -> str:
     return "".join(out)
 
 
+_META = frozenset(".^$*+?{}[]()|\\")
+
+
+def required_literal(pattern: str) -> str | None:
+    """A piece of text every match must contain, for a cheap byte-level prefilter; None when unsure.
+
+    Only simple patterns qualify (no alternation, groups, classes or flags): the longest run of literal
+    characters, a character followed by `*`, `?` or `{` dropped (it may be absent) and a run ended by `+`.
+    """
+    if any(ch in pattern for ch in "|()[]"):
+        return None
+    best = ""
+    run: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        nxt = pattern[i + 1] if i + 1 < len(pattern) else ""
+        if ch == "\\" or ch in _META:
+            best = max(best, "".join(run), key=len)
+            run = []
+            if ch == "{":  # a counted repetition: its digits are no text
+                close = pattern.find("}", i)
+                i = len(pattern) if close < 0 else close + 1
+            else:
+                i += 2 if ch == "\\" else 1
+            continue
+        if nxt in ("*", "?", "{"):
+            best = max(best, "".join(run), key=len)
+            run = []
+        elif nxt == "+":
+            run.append(ch)
+            best = max(best, "".join(run), key=len)
+            run = []
+        else:
+            run.append(ch)
+        i += 1
+    best = max(best, "".join(run), key=len)
+    return best if len(best) >= 2 else None
+
+
 @dataclass(slots=True)
 class Query:
     """A compiled search pattern."""
@@ -74,6 +114,9 @@ class Query:
     case_sensitive: bool
     multiline: bool
     compiled: Any  # regex.Pattern[str]; the regex stubs are incomplete
+    required: bytes | None = None
+    """UTF-8 bytes every matching file contains (case-sensitive patterns only): files without them are
+    skipped before they are decoded."""
 
     @classmethod
     def compile(cls, pattern: str, *, fixed_strings: bool, case_sensitive: bool, multiline: bool) -> Query:
@@ -97,7 +140,9 @@ class Query:
             raise InvalidRegexError(
                 f"The pattern does not compile: {getattr(exc, 'msg', str(exc))}.", pattern=pattern[:200]
             ) from exc
-        return cls(pattern, fixed_strings, case_sensitive, multiline, compiled)
+        literal = pattern if fixed_strings else required_literal(pattern)
+        required = literal.encode("utf-8") if literal and case_sensitive else None
+        return cls(pattern, fixed_strings, case_sensitive, multiline, compiled, required)
 
     def finder(self, deadline: Deadline) -> Callable[[str, int, int], tuple[int, int] | None]:
         """A function (text, start, end) -> (match_start, match_end) or None."""

@@ -61,6 +61,9 @@ class _FileSearcher:
         self.stats.files_searched += 1
         if b"\x00" in data:
             return None  # a NUL byte past the sniffed head: searched, but no line of it is reported (as in rg)
+        required = self.query.required
+        if required is not None and required not in data:
+            return None  # cannot match: no need to decode it
         start, stop = self.request.keep_hits
         keep = (max(0, start - self.hits_before), max(0, stop - self.hits_before))
         count, hits = search_text_buffer(
