@@ -18,7 +18,11 @@ def _read_at_most(fd: int, size_hint: int, max_bytes: int) -> bytes | None:
     chunks: list[bytes] = []
     got = 0
     while True:
-        chunk = os.read(fd, max(min(size_hint, max_bytes) + 1 - got, 65536))
+        want = max(min(size_hint, max_bytes) + 1 - got, 65536)
+        chunk = os.read(fd, want)
+        if len(chunk) < want and got + len(chunk) <= max_bytes:
+            chunks.append(chunk)  # a short read of a regular file is its end: no read just to see b""
+            return b"".join(chunks)
         if not chunk:
             return b"".join(chunks)
         got += len(chunk)
@@ -44,13 +48,13 @@ class _FileSearcher:
         self.deadline = Deadline(ws.limits.regex_timeout_s)
         self.hits_before = 0
 
-    def search(self, fd: int, rel_path: str) -> FileHits | None:
+    def search(self, fd: int, rel_path: str, size: int | None = None) -> FileHits | None:
         request = self.request
         if request.cancel is not None and request.cancel.is_set():
             raise SearchCancelled
         if request.progress is not None:
             request.progress.files += 1
-        size = os.fstat(fd).st_size
+        size = os.fstat(fd).st_size if size is None else size
         data = None if size > self.max_bytes else _read_at_most(fd, size, self.max_bytes)
         if data is None:
             self.stats.skipped_too_large += 1
@@ -96,11 +100,12 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
         for entry in walk:
             if (glob is not None and not glob.matches(entry.walk_rel)) or not is_presentable(entry.rel_path):
                 continue
-            fd = walk.open_file(entry)
-            if fd is None:
+            opened = walk.open_file_stat(entry)
+            if opened is None:
                 continue
+            fd, info = opened
             try:
-                found = searcher.search(fd, entry.rel_path)
+                found = searcher.search(fd, entry.rel_path, info.st_size)
             finally:
                 os.close(fd)
             if found is not None:
