@@ -104,6 +104,7 @@ async def bench(corpus: Path, rounds: int, reads: int) -> tuple[list[Row], dict[
         for name, ref in [
             ("rg -n (regex)", None),
             ("search_text regex, all hits", "rg -n (regex)"),
+            ("search_text regex, all hits, Python engine", "rg -n (regex)"),
             ("rg -n (literal, full run)", None),
             ("search_text literal, first page", "rg -n (literal, full run)"),
             ("rg --files -g '**/*.py'", None),
@@ -118,10 +119,13 @@ async def bench(corpus: Path, rounds: int, reads: int) -> tuple[list[Row], dict[
     }
     extra: dict[str, Any] = {}
     params = StdioServerParameters(command=SERVER, args=["--root", str(corpus)], env=SERVER_ENV)
-    async with Client(params, mode="legacy") as client:
+    python_params = StdioServerParameters(
+        command=SERVER, args=["--root", str(corpus)], env={**SERVER_ENV, "REPO_SANDBOX_SEARCH_ENGINE": "python"}
+    )
+    async with Client(params, mode="legacy") as client, Client(python_params, mode="legacy") as python_client:
 
-        async def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            result = await client.call_tool(tool, arguments)
+        async def call(tool: str, arguments: dict[str, Any], via: Client = client) -> dict[str, Any]:
+            result = await via.call_tool(tool, arguments)
             assert not result.is_error, result.structured_content
             return result.structured_content or {}
 
@@ -135,6 +139,9 @@ async def bench(corpus: Path, rounds: int, reads: int) -> tuple[list[Row], dict[
         measures: dict[str, Callable[[], Awaitable[Any]]] = {
             "rg -n (regex)": lambda: cli([rg, "-n", REGEX, "."]),
             "search_text regex, all hits": lambda: call("search_text", {"pattern": REGEX, "limit": 1000}),
+            "search_text regex, all hits, Python engine": lambda: call(
+                "search_text", {"pattern": REGEX, "limit": 1000}, python_client
+            ),
             "rg -n (literal, full run)": lambda: cli([rg, "-n", "-F", LITERAL, "."]),
             "search_text literal, first page": lambda: call(
                 "search_text", {"pattern": LITERAL, "fixed_strings": True, "limit": 100}
@@ -178,7 +185,7 @@ async def bench(corpus: Path, rounds: int, reads: int) -> tuple[list[Row], dict[
                     row.ratios.append(value / measured[row.reference])
         extra["read_file calls/s"] = statistics.median(read_rates)
         pids = _our_server_pids()
-        extra["server RSS MiB"] = max((_rss_kib(pid) for pid in pids), default=0) / 1024
+        extra["server RSS MiB"] = max((_rss_kib(pid) for pid in pids), default=0) / 1024  # the larger of the two
     return list(rows.values()), extra
 
 
@@ -186,12 +193,12 @@ def render(rows: list[Row], extra: dict[str, Any], corpus: Path, rounds: int) ->
     lines = [
         f"corpus: {corpus}  rounds: {rounds}  load average: {os.getloadavg()[0]:.2f}",
         "",
-        f"| {'measurement':<40} | {'median ms':>9} | {'x reference (median of rounds)':>30} |",
-        f"|{'-' * 42}|{'-' * 11}|{'-' * 32}|",
+        f"| {'measurement':<44} | {'median ms':>9} | {'x reference (median of rounds)':>30} |",
+        f"|{'-' * 46}|{'-' * 11}|{'-' * 32}|",
     ]
     for row in rows:
         ratio = f"{statistics.median(row.ratios):.2f}" if row.ratios else "ref"
-        lines.append(f"| {row.name:<40} | {statistics.median(row.times):>9.1f} | {ratio:>30} |")
+        lines.append(f"| {row.name:<44} | {statistics.median(row.times):>9.1f} | {ratio:>30} |")
     lines.append("")
     lines.append(f"read_file calls/s (sequential, SDK client over stdio): {extra['read_file calls/s']:.0f}")
     lines.append(f"server RSS after the workload (incl. 'self' searches): {extra['server RSS MiB']:.1f} MiB")
