@@ -124,6 +124,11 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("empty lines", {"pattern": "^$", "path": "ctx.txt"}, []),
     # -- files --------------------------------------------------------------------------------------
     ("bom, no final newline, latin-1", {"pattern": "TODO|import first", "glob": "{bom,nonl,latin1}.txt"}, None),
+    ("dot never matches an invalid byte", {"pattern": "caf. TODO"}, []),
+    ("non-word never matches an invalid byte", {"pattern": r"\W TODO", "path": "latin1.txt"}, []),
+    ("negated class never matches an invalid byte", {"pattern": "caf[^x]", "path": "."}, []),
+    ("U+FFFD in a pattern is not an invalid byte", {"pattern": "caf\ufffd"}, []),
+    ("invalid bytes shown as U+FFFD", {"pattern": "TODO", "glob": "latin1.txt", "context": 1}, [("latin1.txt", 1)]),
     ("late NUL makes a file report nothing", {"pattern": "TODO", "glob": "late_*"}, []),
     ("a file named like a flag", {"pattern": "dash"}, [("-dash.txt", 1)]),
     ("single file path", {"pattern": "TODO", "path": "crlf.txt"}, [("crlf.txt", 1)]),

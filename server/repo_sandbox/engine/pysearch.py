@@ -14,7 +14,7 @@ from typing import Any
 
 import regex
 
-from repo_sandbox.engine.dialect import check_dialect
+from repo_sandbox.engine.dialect import bytes_safe, check_dialect
 from repo_sandbox.engine.request import LineHit
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
@@ -117,6 +117,21 @@ class Query:
     required: bytes | None = None
     """UTF-8 bytes every matching file contains (case-sensitive patterns only): files without them are
     skipped before they are decoded."""
+    flags: int = 0
+    source: str = ""
+    _for_bytes: Query | None = None
+
+    def for_invalid_utf8(self) -> Query:
+        """The query to run over text decoded with 'surrogateescape' (a file that is not valid UTF-8): its
+        undecodable bytes match nothing but themselves, as in ripgrep (see `dialect.bytes_safe`)."""
+        if self.fixed_strings:
+            return self
+        if self._for_bytes is None:
+            compiled = regex.compile(bytes_safe(self.source), self.flags)
+            self._for_bytes = Query(
+                self.pattern, False, self.case_sensitive, self.multiline, compiled, self.required, self.flags
+            )
+        return self._for_bytes
 
     @classmethod
     def compile(cls, pattern: str, *, fixed_strings: bool, case_sensitive: bool, multiline: bool) -> Query:
@@ -142,7 +157,7 @@ class Query:
             ) from exc
         literal = pattern if fixed_strings else required_literal(pattern)
         required = literal.encode("utf-8") if literal and case_sensitive else None
-        return cls(pattern, fixed_strings, case_sensitive, multiline, compiled, required)
+        return cls(pattern, fixed_strings, case_sensitive, multiline, compiled, required, flags, source)
 
     def finder(self, deadline: Deadline) -> Callable[[str, int, int], tuple[int, int] | None]:
         """A function (text, start, end) -> (match_start, match_end) or None."""
@@ -244,6 +259,20 @@ def search_text_buffer(
         count += 1
         pos = last_end + 1
     return count, hits
+
+
+def decode_for_search(data: bytes) -> tuple[str, bool]:
+    """(text, valid): the file as text without a UTF-8 byte-order mark; when it is not valid UTF-8 its
+    undecodable bytes become lone surrogates (shown as U+FFFD by `displayed`)."""
+    try:
+        return data.decode("utf-8-sig"), True
+    except UnicodeDecodeError:
+        return data.decode("utf-8-sig", "surrogateescape"), False
+
+
+def displayed(text: str) -> str:
+    """Text decoded by `decode_for_search` as shown to a client: each undecodable byte as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def decode_buffer(data: bytes) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from repo_sandbox.engine.pysearch import Deadline, Query, decode_buffer, search_text_buffer
+from repo_sandbox.engine.pysearch import Deadline, Query, decode_for_search, displayed, search_text_buffer
 from repo_sandbox.engine.request import FileHits, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.tools._results import is_presentable
@@ -70,9 +70,14 @@ class _FileSearcher:
             return None  # cannot match: no need to decode it
         start, stop = self.request.keep_hits
         keep = (max(0, start - self.hits_before), max(0, stop - self.hits_before))
-        count, hits = search_text_buffer(
-            self.query, decode_buffer(data), context=self.request.context, deadline=self.deadline, keep=keep
-        )
+        text, valid = decode_for_search(data)
+        query = self.query if valid else self.query.for_invalid_utf8()
+        count, hits = search_text_buffer(query, text, context=self.request.context, deadline=self.deadline, keep=keep)
+        if not valid:
+            for hit in hits:
+                hit.text = displayed(hit.text)
+                hit.before = [displayed(line) for line in hit.before]
+                hit.after = [displayed(line) for line in hit.after]
         self.hits_before += count
         return FileHits(rel_path, count, hits) if count else None
 
