@@ -223,13 +223,26 @@ def test_files_over_the_size_limit_are_counted_alike(tree: Path, engine: str) ->
         reference.close()
 
 
-def test_ignore_rules_ripgrep_would_read_differently_are_decided_by_the_walker(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("gitignore", "runs"),
+    [
+        ("ignored/\n*.log\n!kept.log\n", 1),  # rules rg and git read alike: rg's own pruning is kept
+        ("*.log\n!k*.log\n[io]gnored/\n", 2),  # a class and a negated wildcard: rerun with --no-ignore
+    ],
+)
+def test_ignore_rules_ripgrep_would_read_differently_are_decided_by_the_walker(
+    tmp_path: Path, rg_spawns: list[list[str]], gitignore: str, runs: int
+) -> None:
     root = _tree(tmp_path / "repo")
-    (root / ".gitignore").write_text("*.log\n!k*.log\n[io]gnored/\n")
+    (root / ".gitignore").write_text(gitignore)
     rg_ws, py_ws = _workspace(root, "ripgrep"), _workspace(root, "python")
     try:
         args = SearchTextArgs(pattern="TODO", limit=1000)
-        assert search_text(rg_ws, args) == search_text(py_ws, args)
+        result = search_text(rg_ws, args)
+        assert len(rg_spawns) == runs
+        assert ("--no-ignore" in rg_spawns[-1]) == (runs == 2)
+        assert result == search_text(py_ws, args)
+        assert "kept.log" in [m.path for m in _content(result).matches]
     finally:
         rg_ws.close()
         py_ws.close()
