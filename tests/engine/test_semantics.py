@@ -7,6 +7,7 @@ the Python engine's, and the rows with a `golden` value must equal it too.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -263,3 +264,27 @@ def test_the_status_resource_names_the_engine_and_the_rg_binary(tree: Path) -> N
             assert search["ripgrep"]["path"].endswith("/rg") and search["ripgrep"]["version"] >= "13"
         else:
             assert search["ripgrep"] is None
+
+
+@pytest.mark.parametrize("engine", ["ripgrep", "python"])
+def test_a_file_rewritten_between_searches_is_seen_as_it_is_now(tmp_path: Path, engine: str) -> None:
+    """The ripgrep engine remembers sniffed kinds by identity and change time; a rewrite must show."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    target = root / "f.txt"
+    target.write_text("TODO one\n")
+    ws = _workspace(root, engine)
+    try:
+        args = SearchTextArgs(pattern="TODO")
+        assert search_text(ws, args).total_matches == 1
+        target.write_bytes(b"TODO\x00binary now\n")  # same size class, new content: now binary
+        result = search_text(ws, args)
+        assert (result.total_matches, result.skipped_binary) == (0, 1)
+        target.write_text("TODO text again, longer\nTODO\n")
+        result = search_text(ws, args)
+        assert (result.total_matches, result.skipped_binary, result.files_searched) == (2, 0, 1)
+        os.link(target, tmp_path / "outside-link")  # a second hard link: the policy refuses the file
+        result = search_text(ws, args)
+        assert (result.total_matches, result.files_searched) == (0, 0)
+    finally:
+        ws.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Final
@@ -46,6 +47,8 @@ def simple_rule(line: str) -> bool:
     return all(segment == "**" or "**" not in segment for segment in body.split("/"))
 
 
+RACY_NS: Final = 2_000_000_000
+"""Kinds of files changed less than this long ago (ns) are not remembered (timestamps are coarse)."""
 MAX_KNOWN: Final = 200_000
 """Most remembered file kinds per workspace (about 30 MiB at the limit)."""
 _known_by_workspace: weakref.WeakKeyDictionary[Workspace, dict[str, tuple[tuple[int, ...], int]]] = (
@@ -150,7 +153,9 @@ class Census:
             kind = BINARY if looks_binary(os.pread(fd, SNIFF_BYTES, 0)) else TEXT
         finally:
             os.close(fd)
-        if len(self.known) < MAX_KNOWN:
+        # As git's racy-clean rule: a file changed in the last moments may change again within the same
+        # timestamp tick without its identity showing it, so its kind is not remembered yet.
+        if len(self.known) < MAX_KNOWN and time.time_ns() - info.st_ctime_ns > RACY_NS:
             self.known[entry.rel_path] = (_identity(info), kind)
         return kind
 
