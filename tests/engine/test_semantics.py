@@ -292,3 +292,22 @@ def test_a_file_rewritten_between_searches_is_seen_as_it_is_now(
         assert (result.total_matches, result.files_searched) == (0, 0)
     finally:
         ws.close()
+
+
+@pytest.mark.parametrize("rgignore", [False, True])
+def test_ignore_files_that_only_ripgrep_would_read_change_nothing(tmp_path: Path, rgignore: bool) -> None:
+    root = _tree(tmp_path / "repo")
+    (root / "rules.txt").write_text("*.py\ndeep/\n")
+    (root / "sub" / ".gitignore").symlink_to(root / "rules.txt")
+    if rgignore:
+        (root / ".rgignore").write_text("*.txt\n")
+    rg_ws, py_ws = _workspace(root, "ripgrep"), _workspace(root, "python")
+    try:
+        args = SearchTextArgs(pattern="TODO", limit=1000)
+        result = search_text(rg_ws, args)
+        assert result == search_text(py_ws, args)
+        paths = [m.path for m in _content(result).matches]
+        assert "sub/x.py" in paths and "sub/deep/x.py" in paths and "crlf.txt" in paths
+    finally:
+        rg_ws.close()
+        py_ws.close()

@@ -153,7 +153,8 @@ class Walk:
         know whether ripgrep's own ignore matching would agree."""
         self.saw_ancestor_ignores = False
         self.saw_rgignore = False
-        """A `.rgignore` (which ripgrep reads and this walker does not) is in a walked directory."""
+        """A walked directory holds an ignore file ripgrep would read and this walker does not: a `.rgignore`,
+        or a `.gitignore`/`.ignore` that is a symlink (ripgrep follows it)."""
 
     def _ancestor_ignores(self) -> IgnoreStack:
         """Ignore files of the root and every directory above the start directory apply too."""
@@ -218,7 +219,10 @@ class Walk:
         entries = self._list(fd)
         if entries and not self.options.include_ignored:
             present = {e.name for e in entries if e.name in IGNORE_FILES}
-            self.saw_rgignore |= any(e.name == ".rgignore" for e in entries)
+            self.saw_rgignore |= any(
+                e.name == ".rgignore" or (e.name in IGNORE_FILES and not e.is_file(follow_symlinks=False))
+                for e in entries
+            )
             ignores = ignores.pushed(rel, _load_ignore_spec(fd, rel, present, self.jail, self.ignore_lines))
         return _Frame(fd, rel, walk_prefix, ignores, depth, self._keep(rel, entries or [], ignores), own_fd)
 
