@@ -79,6 +79,8 @@ def _load_ignore_spec(
             text = _read_small_file(dir_fd, name)
             if text:
                 lines.extend(text.splitlines())
+            elif text is None and sink is not None:
+                sink.append(UNREAD_IGNORE_FILE)  # unreadable or over the size cap: rg might still read it
         elif name in present and sink is not None:
             sink.append(UNREAD_IGNORE_FILE)
     if sink is not None:
