@@ -11,10 +11,12 @@ policy walker's, whatever rg did. Results are the Python engine's, file for file
   it as to git (`census.simple_rule`); otherwise it runs again with `--no-ignore`;
 - a text file in which rg meets a NUL byte reports no matches (the Python engine does the same);
 - multiline searches, single files and rg failures are answered by the Python engine.
+rg itself runs confined by Landlock (`engine.confine`): whatever it follows, it reads only the repository.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -172,7 +174,7 @@ class _Search:
             outputs = self._collect(options)
             self._wait_census()
             if options.use_ignore_files and not self.census.rg_ignores_agree:
-                options = RgOptions(**{**_fields(options), "use_ignore_files": False})
+                options = dataclasses.replace(options, use_ignore_files=False)
                 outputs = self._collect(options)
             if outputs is not None:
                 placed = [(p, output) for output in outputs.values() if (p := self._placed(output)) is not None]
@@ -180,7 +182,7 @@ class _Search:
                 for position, output in placed:
                     yield self._emit(position, output)
             else:
-                process = self._start(RgOptions(**{**_fields(options), "sorted_output": True}))
+                process = self._start(dataclasses.replace(options, sorted_output=True))
                 yielded = False
                 for output in process.files():
                     self._check_cancel()
@@ -195,10 +197,6 @@ class _Search:
             self._stop_process()
             self.census.stop.set()
             thread.join()
-
-
-def _fields(options: RgOptions) -> dict[str, object]:
-    return {name: getattr(options, name) for name in RgOptions.__dataclass_fields__}
 
 
 def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
