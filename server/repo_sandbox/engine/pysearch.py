@@ -261,13 +261,13 @@ def search_text_buffer(
     return count, hits
 
 
-def decode_for_search(data: bytes) -> tuple[str, bool]:
+def decode_for_search(data: bytes | memoryview) -> tuple[str, bool]:
     """(text, valid): the file as text without a UTF-8 byte-order mark; when it is not valid UTF-8 its
     undecodable bytes become lone surrogates (shown as U+FFFD by `displayed`)."""
     try:
-        return data.decode("utf-8-sig"), True
+        return str(data, "utf-8-sig"), True
     except UnicodeDecodeError:
-        return data.decode("utf-8-sig", "surrogateescape"), False
+        return str(data, "utf-8-sig", "surrogateescape"), False
 
 
 def displayed(text: str) -> str:

@@ -31,6 +31,10 @@ def _read_at_most(fd: int, size_hint: int, max_bytes: int) -> bytes | None:
         chunks.append(chunk)
 
 
+BUFFER_BYTES = 1024 * 1024
+"""Files smaller than this are read into one reused buffer."""
+
+
 class _FileSearcher:
     """Searches one file after another, keeping the running hit count that places each file's hits in
     the request's `keep_hits` window."""
@@ -47,6 +51,21 @@ class _FileSearcher:
         )
         self.deadline = Deadline(ws.limits.regex_timeout_s)
         self.hits_before = 0
+        self.buffer = bytearray(BUFFER_BYTES)
+
+    def _read(self, fd: int, size: int) -> tuple[bytes | bytearray, int] | None:
+        """(data, length) of the whole file, or None past `max_bytes`. A file that fits the reused buffer is
+        read into it (valid until the next file): no allocation, no fresh pages per file."""
+        if size < BUFFER_BYTES:
+            got = os.readv(fd, [self.buffer])
+            if got < BUFFER_BYTES:
+                return (self.buffer, got) if got <= self.max_bytes else None
+            rest = _read_at_most(fd, size, self.max_bytes - got)  # it grew since fstat
+            return None if rest is None else (bytes(self.buffer) + rest, got + len(rest))
+        if looks_binary(os.pread(fd, SNIFF_BYTES, 0)):
+            return b"\x00", 1  # a large binary file: its head decides, the rest is never read
+        data = _read_at_most(fd, size, self.max_bytes)
+        return None if data is None else (data, len(data))
 
     def search(self, fd: int, rel_path: str, size: int | None = None) -> FileHits | None:
         request = self.request
@@ -55,22 +74,23 @@ class _FileSearcher:
         if request.progress is not None:
             request.progress.files += 1
         size = os.fstat(fd).st_size if size is None else size
-        data = None if size > self.max_bytes else _read_at_most(fd, size, self.max_bytes)
-        if data is None:
+        read = None if size > self.max_bytes else self._read(fd, size)
+        if read is None:
             self.stats.skipped_too_large += 1
             return None
-        if looks_binary(data[:SNIFF_BYTES]):
+        data, length = read
+        if looks_binary(bytes(data[: min(length, SNIFF_BYTES)])):
             self.stats.skipped_binary += 1
             return None
         self.stats.files_searched += 1
-        if b"\x00" in data:
+        if data.find(b"\x00", 0, length) >= 0:
             return None  # a NUL byte past the sniffed head: searched, but no line of it is reported (as in rg)
         required = self.query.required
-        if required is not None and required not in data:
+        if required is not None and data.find(required, 0, length) < 0:
             return None  # cannot match: no need to decode it
         start, stop = self.request.keep_hits
         keep = (max(0, start - self.hits_before), max(0, stop - self.hits_before))
-        text, valid = decode_for_search(data)
+        text, valid = decode_for_search(memoryview(data)[:length])
         query = self.query if valid else self.query.for_invalid_utf8()
         count, hits = search_text_buffer(query, text, context=self.request.context, deadline=self.deadline, keep=keep)
         if not valid:
