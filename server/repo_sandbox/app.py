@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -171,8 +172,13 @@ def build_server(
     loop = AgentLoopState.from_workspace(workspace, clock)
     pipeline = build_pipeline(workspace, loop)
     session_ids = SessionIds()
-    tools = [mcp_tool(spec) for spec in TOOLS]
-    schemas = {tool.name: tool.input_schema for tool in tools}
+
+    @functools.cache
+    def definitions() -> tuple[list[Tool], dict[str, dict[str, Any]]]:
+        """The tool definitions and input schemas, built on the first listing (not before `initialize`)."""
+        tools = [mcp_tool(spec) for spec in TOOLS]
+        return tools, {tool.name: tool.input_schema for tool in tools}
+
     bus = InMemorySubscriptionBus()
 
     def session_of(ctx: ServerRequestContext[Any]) -> str:
@@ -193,7 +199,7 @@ def build_server(
         can_elicit = can_ask_user(ctx.session, ctx.protocol_version)
         notes = loop.guard.blocked_descriptions(session_of(ctx))
         listed: list[Tool] = []
-        for tool in tools:
+        for tool in definitions()[0]:
             if TOOLS_BY_NAME[tool.name].needs_elicitation and not can_elicit:
                 continue
             marked = "\n\n".join([tool.description or "", *notes[tool.name]]) if tool.name in notes else None
@@ -253,7 +259,7 @@ def build_server(
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
     lowlevel.add_request_handler("tools/list", PaginatedRequestParams, list_tools)
     lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
-    lowlevel.get_tool_input_schema = schemas.get
+    lowlevel.get_tool_input_schema = lambda name: definitions()[1].get(name)  # noqa: PLW0108  # built lazily
     # MCPServer advertises listChanged:false to handshake-era clients; our listing does change (circuits).
     create_options = lowlevel.create_initialization_options
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from repo_sandbox import __version__
+from repo_sandbox.engine.select import report as search_report
 from repo_sandbox.runtime.assembly import AgentLoopState
 from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
@@ -98,6 +99,7 @@ def status_document(
         "session": {"id": caller.session_id, "client_can_elicit": caller.can_elicit},
         "policy": {"read_only": True, "deny_rules": len(settings.workspace.effective_deny), "see": POLICY_URI},
         "exec": exec_entry,
+        "search": search_report(workspace),
         "limits": settings.limits.model_dump(mode="json"),
         "guard": {"config": settings.guard.model_dump(mode="json"), **guard_state},
         "budget": {"config": settings.budget.model_dump(mode="json"), **loop.budget.snapshot(caller.session_id)},

@@ -5,8 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
+import regex
+from hypothesis import given
+from hypothesis import strategies as st
 
-from repo_sandbox.engine.pysearch import Deadline, LineHit, Query, decode_buffer, search_text_buffer
+from repo_sandbox.engine.pysearch import Deadline, Query, decode_buffer, search_text_buffer
+from repo_sandbox.engine.request import LineHit
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 
@@ -78,7 +82,7 @@ def test_context_lines_come_from_both_sides_and_stop_at_the_edges() -> None:
 @pytest.mark.parametrize(
     ("pattern", "case", "fixed", "lines"),
     [
-        ("ß", False, False, [1, 2]),  # full case folding: 'ß' matches 'SS'
+        ("ß", False, False, [1]),  # simple case folding, as ripgrep: 'ß' does not match 'SS'
         ("HELLO", False, True, [3]),
         ("a.b", True, True, [4]),
         ("a.b", True, False, [4, 5]),
@@ -108,3 +112,40 @@ def test_an_expired_deadline_stops_the_next_file_too() -> None:
     deadline = Deadline(0.0)
     with pytest.raises(TimeoutExceededError):
         search_text_buffer(query("a+"), "aaa", context=0, deadline=deadline, keep=(0, 1))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literal"),
+    [
+        (r"def \w+_cache", "_cache"),
+        ("TODO", "TODO"),
+        ("colou?r", "colo"),
+        ("ab+c", "ab"),
+        ("x{2,3}abc", "abc"),
+        (r"\bimport os\b", "import os"),
+        ("a.b", None),
+        ("foo|bar", None),
+        ("(?i)todo", None),
+        ("[ab]cd", None),
+    ],
+)
+def test_the_prefilter_literal_is_text_every_match_contains(pattern: str, literal: str | None) -> None:
+    from repo_sandbox.engine.pysearch import required_literal
+
+    assert required_literal(pattern) == literal
+
+
+@given(
+    st.text(alphabet="ab.*+?{}12,\\d ", max_size=8),
+    st.text(alphabet="ab12 \n", max_size=30),
+)
+def test_a_text_without_the_prefilter_literal_never_matches(pattern: str, text: str) -> None:
+    from repo_sandbox.engine.pysearch import required_literal
+
+    try:
+        compiled = regex.compile(pattern, regex.MULTILINE | regex.VERSION0)
+    except (regex.error, OverflowError):
+        return
+    literal = required_literal(pattern)
+    if literal is not None and compiled.search(text):
+        assert literal in text

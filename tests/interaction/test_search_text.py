@@ -449,13 +449,22 @@ async def test_search_text_invalid_glob_is_invalid_glob(client: Client) -> None:
 @pytest.mark.parametrize("mode", ERAS)
 async def test_search_text_catastrophic_pattern_times_out_with_a_graded_error(tmp_path: Path, mode: str) -> None:
     write(tmp_path / "evil.txt", "a" * 5000 + "!\n")
-    async with connect(tmp_path, mode, limits={"regex_timeout_s": 0.5}) as client:
+    async with connect(tmp_path, mode, limits={"regex_timeout_s": 0.5}, search={"engine": "python"}) as client:
         with anyio.fail_after(10):
             error = await call_error(client, "search_text", {"pattern": "(a|aa)+$"})
         assert (error["code"], error["category"]) == ("timeout", "limit_exceeded")
         assert "Simplify the pattern" in error["hint"]
         with anyio.fail_after(5):
             assert (await call_ok(client, "search_text", {"pattern": "a!"}))["total_matches"] == 1
+
+
+async def test_the_ripgrep_engine_answers_a_catastrophic_pattern_without_backtracking(tmp_path: Path) -> None:
+    write(tmp_path / "evil.txt", "a" * 5000 + "!\n")
+    write(tmp_path / "good.txt", "aaa\n")
+    async with connect(tmp_path, "legacy", limits={"regex_timeout_s": 0.5}, search={"engine": "ripgrep"}) as client:
+        with anyio.fail_after(10):
+            result = await call_ok(client, "search_text", {"pattern": "(a|aa)+$"})
+        assert [(m["path"], m["line"]) for m in result["matches"]] == [("good.txt", 1)]
 
 
 @pytest.mark.parametrize("mode", ERAS)

@@ -9,6 +9,7 @@ in-root result or a graded refusal, and no outcome may hold outside content.
 from __future__ import annotations
 
 import ctypes
+import inspect
 import os
 import threading
 from collections import Counter
@@ -16,11 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from attack_tree import OUTSIDE_MARKER, OpenAt2MissingError
 
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.errors import SandboxError
+from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.tools.registry import TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace
 
@@ -118,8 +121,12 @@ def race_ws(request: pytest.FixtureRequest, race_root: Path) -> Iterator[Workspa
 def run_once(ws: Workspace, tool: str, arguments: dict[str, Any]) -> tuple[str, str]:
     """(outcome kind, serialised result) of one call of the tool body, as the pipeline would run it."""
     spec = TOOLS_BY_NAME[tool]
+    args = spec.args_model.model_validate(arguments)
     try:
-        result = spec.body(ws, spec.args_model.model_validate(arguments))
+        if inspect.iscoroutinefunction(spec.body):  # search_text: an async body that runs in a worker thread
+            result = anyio.run(spec.body, ws, args, CallContext())
+        else:
+            result = spec.body(ws, args)
     except SandboxError as exc:
         return exc.code, str(exc.to_payload())
     return "ok", result.model_dump_json()

@@ -218,6 +218,17 @@ class BridgeConfig(_Section):
     """The `tool_choice` sent with the tools."""
 
 
+class SearchConfig(_Section):
+    """Which engine search_text uses."""
+
+    engine: Literal["auto", "ripgrep", "python"] = "auto"
+    """"auto": ripgrep when a usable binary is found (else the Python engine); "ripgrep": the same, named
+    explicitly; "python": always the built-in engine (both give the same results)."""
+    ripgrep_path: str = ""
+    """Absolute path of the rg binary to use; "" looks for `rg` on PATH, then the one the `ripgrep` wheel
+    installed next to this Python."""
+
+
 class Settings(_Section):
     """The whole effective policy."""
 
@@ -229,3 +240,4 @@ class Settings(_Section):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     bridge: BridgeConfig = Field(default_factory=BridgeConfig)
     exec: ExecConfig = Field(default_factory=ExecConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)

@@ -196,3 +196,43 @@ def check_dialect(pattern: str) -> PatternInfo:
     if len(pattern) > MAX_PATTERN_CHARS:
         raise InvalidRegexError(f"The pattern is longer than {MAX_PATTERN_CHARS} characters.", pattern=pattern[:200])
     return _Scanner(pattern).scan()
+
+
+_NOT_A_BYTE: Final = "(?![\udc80-\udcff])"
+"""Refuses a lone surrogate: how an undecodable byte appears in text decoded with 'surrogateescape'."""
+
+
+def bytes_safe(pattern: str) -> str:
+    """The pattern with every atom that could match an undecodable byte guarded, as ripgrep matches them:
+    `.`, classes and the `\\W \\S \\D \\p \\P` escapes never match an invalid UTF-8 byte there (the text is
+    decoded with 'surrogateescape', so such a byte is a lone surrogate). Verbose-mode patterns (`x` flag)
+    are returned as they are. Call only with a pattern `check_dialect` accepted."""
+    if "x" in "".join(m.group(1) + (m.group(2) or "") for m in _FLAG_GROUP.finditer(pattern)):
+        return pattern
+    scanner = _Scanner(pattern)
+    out: list[str] = []
+    i = 0
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < n:
+            nxt = pattern[i + 1]
+            end = i + 2
+            if nxt in "pP":
+                end = pattern.find("}", i) + 1 if pattern.startswith("{", i + 2) else i + 3
+            if nxt in "WSDpP":
+                out.append(f"(?:{_NOT_A_BYTE}{pattern[i:end]})")
+            else:
+                out.append(pattern[i:end])
+            i = end
+        elif ch == "[":
+            end = scanner.char_class(i)
+            out.append(f"(?:{_NOT_A_BYTE}{pattern[i:end]})")
+            i = end
+        elif ch == ".":
+            out.append(f"(?:{_NOT_A_BYTE}.)")
+            i += 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)

@@ -9,23 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import regex
 
-from repo_sandbox.engine.dialect import check_dialect
+from repo_sandbox.engine.dialect import bytes_safe, check_dialect
+from repo_sandbox.engine.request import LineHit
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
-
-
-@dataclass(slots=True)
-class LineHit:
-    """One matching line (or, in multiline mode, the lines of one match)."""
-
-    line: int
-    text: str
-    before: list[str] = field(default_factory=list[str])
-    after: list[str] = field(default_factory=list[str])
 
 
 class Deadline:
@@ -46,6 +37,74 @@ class Deadline:
         return left
 
 
+def line_anchors(pattern: str) -> str:
+    """`\\A` and `\\z` as ripgrep reads them in line mode, where every line is a text of its own: the start
+    and the end of a line (`^` and `$` under MULTILINE)."""
+    if "\\" not in pattern:
+        return pattern
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            pair = pattern[i : i + 2]
+            out.append({"\\A": "^", "\\z": "$"}.get(pair, pair) if not in_class else pair)
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+            if pattern.startswith(("[^]", "[]"), i):
+                out.append(pattern[i : i + (3 if pattern[i + 1] == "^" else 2)])
+                i += len(out[-1])
+                continue
+        elif ch == "]" and in_class:
+            in_class = False
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+_META = frozenset(".^$*+?{}[]()|\\")
+
+
+def required_literal(pattern: str) -> str | None:
+    """A piece of text every match must contain, for a cheap byte-level prefilter; None when unsure.
+
+    Only simple patterns qualify (no alternation, groups, classes or flags): the longest run of literal
+    characters, a character followed by `*`, `?` or `{` dropped (it may be absent) and a run ended by `+`.
+    """
+    if any(ch in pattern for ch in "|()[]"):
+        return None
+    best = ""
+    run: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        nxt = pattern[i + 1] if i + 1 < len(pattern) else ""
+        if ch == "\\" or ch in _META:
+            best = max(best, "".join(run), key=len)
+            run = []
+            if ch == "{":  # a counted repetition: its digits are no text
+                close = pattern.find("}", i)
+                i = len(pattern) if close < 0 else close + 1
+            else:
+                i += 2 if ch == "\\" else 1
+            continue
+        if nxt in ("*", "?", "{"):
+            best = max(best, "".join(run), key=len)
+            run = []
+        elif nxt == "+":
+            run.append(ch)
+            best = max(best, "".join(run), key=len)
+            run = []
+        else:
+            run.append(ch)
+        i += 1
+    best = max(best, "".join(run), key=len)
+    return best if len(best) >= 2 else None
+
+
 @dataclass(slots=True)
 class Query:
     """A compiled search pattern."""
@@ -55,6 +114,24 @@ class Query:
     case_sensitive: bool
     multiline: bool
     compiled: Any  # regex.Pattern[str]; the regex stubs are incomplete
+    required: bytes | None = None
+    """UTF-8 bytes every matching file contains (case-sensitive patterns only): files without them are
+    skipped before they are decoded."""
+    flags: int = 0
+    source: str = ""
+    _for_bytes: Query | None = None
+
+    def for_invalid_utf8(self) -> Query:
+        """The query to run over text decoded with 'surrogateescape' (a file that is not valid UTF-8): its
+        undecodable bytes match nothing but themselves, as in ripgrep (see `dialect.bytes_safe`)."""
+        if self.fixed_strings:
+            return self
+        if self._for_bytes is None:
+            compiled = regex.compile(bytes_safe(self.source), self.flags)
+            self._for_bytes = Query(
+                self.pattern, False, self.case_sensitive, self.multiline, compiled, self.required, self.flags
+            )
+        return self._for_bytes
 
     @classmethod
     def compile(cls, pattern: str, *, fixed_strings: bool, case_sensitive: bool, multiline: bool) -> Query:
@@ -66,17 +143,21 @@ class Query:
                 hint="Set multiline=true to let matches span lines.",
                 pattern=pattern[:200],
             )
-        source = regex.escape(pattern) if fixed_strings else pattern
+        source = pattern if multiline else line_anchors(pattern)
+        if fixed_strings:
+            source = regex.escape(pattern)
         flags = regex.MULTILINE | regex.VERSION0
         if not case_sensitive:
-            flags |= regex.IGNORECASE | regex.FULLCASE
+            flags |= regex.IGNORECASE  # simple case folding, as ripgrep (no 'ß' == 'SS')
         try:
             compiled = regex.compile(source, flags)
         except (regex.error, OverflowError, RecursionError) as exc:
             raise InvalidRegexError(
                 f"The pattern does not compile: {getattr(exc, 'msg', str(exc))}.", pattern=pattern[:200]
             ) from exc
-        return cls(pattern, fixed_strings, case_sensitive, multiline, compiled)
+        literal = pattern if fixed_strings else required_literal(pattern)
+        required = literal.encode("utf-8") if literal and case_sensitive else None
+        return cls(pattern, fixed_strings, case_sensitive, multiline, compiled, required, flags, source)
 
     def finder(self, deadline: Deadline) -> Callable[[str, int, int], tuple[int, int] | None]:
         """A function (text, start, end) -> (match_start, match_end) or None."""
@@ -178,6 +259,20 @@ def search_text_buffer(
         count += 1
         pos = last_end + 1
     return count, hits
+
+
+def decode_for_search(data: bytes | memoryview) -> tuple[str, bool]:
+    """(text, valid): the file as text without a UTF-8 byte-order mark; when it is not valid UTF-8 its
+    undecodable bytes become lone surrogates (shown as U+FFFD by `displayed`)."""
+    try:
+        return str(data, "utf-8-sig"), True
+    except UnicodeDecodeError:
+        return str(data, "utf-8-sig", "surrogateescape"), False
+
+
+def displayed(text: str) -> str:
+    """Text decoded by `decode_for_search` as shown to a client: each undecodable byte as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def decode_buffer(data: bytes) -> str:

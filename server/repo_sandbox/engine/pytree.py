@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from repo_sandbox.engine.pysearch import Deadline, Query, decode_buffer, search_text_buffer
-from repo_sandbox.engine.request import FileHits, SearchRequest, SearchStats
+from repo_sandbox.engine.pysearch import Deadline, Query, decode_for_search, displayed, search_text_buffer
+from repo_sandbox.engine.request import FileHits, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.tools._results import is_presentable
 from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
@@ -18,13 +18,21 @@ def _read_at_most(fd: int, size_hint: int, max_bytes: int) -> bytes | None:
     chunks: list[bytes] = []
     got = 0
     while True:
-        chunk = os.read(fd, max(min(size_hint, max_bytes) + 1 - got, 65536))
+        want = max(min(size_hint, max_bytes) + 1 - got, 65536)
+        chunk = os.read(fd, want)
+        if len(chunk) < want and got + len(chunk) <= max_bytes:
+            chunks.append(chunk)  # a short read of a regular file is its end: no read just to see b""
+            return b"".join(chunks)
         if not chunk:
             return b"".join(chunks)
         got += len(chunk)
         if got > max_bytes:
             return None
         chunks.append(chunk)
+
+
+BUFFER_BYTES = 1024 * 1024
+"""Files smaller than this are read into one reused buffer."""
 
 
 class _FileSearcher:
@@ -43,22 +51,53 @@ class _FileSearcher:
         )
         self.deadline = Deadline(ws.limits.regex_timeout_s)
         self.hits_before = 0
+        self.buffer = bytearray(BUFFER_BYTES)
 
-    def search(self, fd: int, rel_path: str) -> FileHits | None:
-        size = os.fstat(fd).st_size
-        data = None if size > self.max_bytes else _read_at_most(fd, size, self.max_bytes)
-        if data is None:
+    def _read(self, fd: int, size: int) -> tuple[bytes | bytearray, int] | None:
+        """(data, length) of the whole file, or None past `max_bytes`. A file that fits the reused buffer is
+        read into it (valid until the next file): no allocation, no fresh pages per file."""
+        if size < BUFFER_BYTES:
+            got = os.readv(fd, [self.buffer])
+            if got < BUFFER_BYTES:
+                return (self.buffer, got) if got <= self.max_bytes else None
+            rest = _read_at_most(fd, size, self.max_bytes - got)  # it grew since fstat
+            return None if rest is None else (bytes(self.buffer) + rest, got + len(rest))
+        if looks_binary(os.pread(fd, SNIFF_BYTES, 0)):
+            return b"\x00", 1  # a large binary file: its head decides, the rest is never read
+        data = _read_at_most(fd, size, self.max_bytes)
+        return None if data is None else (data, len(data))
+
+    def search(self, fd: int, rel_path: str, size: int | None = None) -> FileHits | None:
+        request = self.request
+        if request.cancel is not None and request.cancel.is_set():
+            raise SearchCancelled
+        if request.progress is not None:
+            request.progress.files += 1
+        size = os.fstat(fd).st_size if size is None else size
+        read = None if size > self.max_bytes else self._read(fd, size)
+        if read is None:
             self.stats.skipped_too_large += 1
             return None
-        if looks_binary(data[:SNIFF_BYTES]):
+        data, length = read
+        if looks_binary(bytes(data[: min(length, SNIFF_BYTES)])):
             self.stats.skipped_binary += 1
             return None
         self.stats.files_searched += 1
+        if data.find(b"\x00", 0, length) >= 0:
+            return None  # a NUL byte past the sniffed head: searched, but no line of it is reported (as in rg)
+        required = self.query.required
+        if required is not None and data.find(required, 0, length) < 0:
+            return None  # cannot match: no need to decode it
         start, stop = self.request.keep_hits
         keep = (max(0, start - self.hits_before), max(0, stop - self.hits_before))
-        count, hits = search_text_buffer(
-            self.query, decode_buffer(data), context=self.request.context, deadline=self.deadline, keep=keep
-        )
+        text, valid = decode_for_search(memoryview(data)[:length])
+        query = self.query if valid else self.query.for_invalid_utf8()
+        count, hits = search_text_buffer(query, text, context=self.request.context, deadline=self.deadline, keep=keep)
+        if not valid:
+            for hit in hits:
+                hit.text = displayed(hit.text)
+                hit.before = [displayed(line) for line in hit.before]
+                hit.after = [displayed(line) for line in hit.after]
         self.hits_before += count
         return FileHits(rel_path, count, hits) if count else None
 
@@ -86,11 +125,12 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
         for entry in walk:
             if (glob is not None and not glob.matches(entry.walk_rel)) or not is_presentable(entry.rel_path):
                 continue
-            fd = walk.open_file(entry)
-            if fd is None:
+            opened = walk.open_file_stat(entry)
+            if opened is None:
                 continue
+            fd, info = opened
             try:
-                found = searcher.search(fd, entry.rel_path)
+                found = searcher.search(fd, entry.rel_path, info.st_size)
             finally:
                 os.close(fd)
             if found is not None:

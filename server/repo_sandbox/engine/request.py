@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Literal
 
-from repo_sandbox.engine.pysearch import LineHit
-
 OutputMode = Literal["content", "files_with_matches", "count"]
+
+
+@dataclass(slots=True)
+class LineHit:
+    """One matching line (or, in multiline mode, the lines of one match)."""
+
+    line: int
+    text: str
+    before: list[str] = field(default_factory=list[str])
+    after: list[str] = field(default_factory=list[str])
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,9 +31,25 @@ class SearchRequest:
     mode: OutputMode = "content"
     include_hidden: bool | None = None
     include_ignored: bool = False
+    cancel: threading.Event | None = field(default=None, compare=False)
+    """Set by the caller to stop the search (and its rg process) early; the engine then raises SearchCancelled."""
+    progress: Progress | None = field(default=None, compare=False)
     keep_hits: tuple[int, int] = (0, 0)
     """Matching lines to materialise, as [start, stop) indices over the whole result in path order; every
     other hit is only counted, so a 100k-hit search holds one page of lines in memory, not all of them."""
+
+
+class Progress:
+    """Files examined so far, updated by the engine's thread and read by the progress reporter."""
+
+    __slots__ = ("files",)
+
+    def __init__(self) -> None:
+        self.files = 0
+
+
+class SearchCancelled(Exception):
+    """The caller set `SearchRequest.cancel`."""
 
 
 @dataclass(slots=True)

@@ -132,6 +132,8 @@ class _Rule:
     dir_only: bool
     anchored: bool
     regex: re.Pattern[str]
+    parent: re.Pattern[str] | None = None
+    """For an anchored rule without `**`: the directories whose entries it can match (else None: any)."""
 
 
 def _strip_trailing_spaces(line: str) -> str:
@@ -155,7 +157,10 @@ def _parse(line: str, index: int) -> _Rule | None:
     anchored = "/" in line
     line = line.removeprefix("/")
     source = _path_regex(line) if anchored else _segment(line)
-    return _Rule(index, negate, dir_only, anchored, re.compile(source, re.DOTALL))
+    parent = None
+    if anchored and "**" not in line:
+        parent = re.compile(_path_regex(line.rpartition("/")[0]), re.DOTALL)
+    return _Rule(index, negate, dir_only, anchored, re.compile(source, re.DOTALL), parent)
 
 
 def _either(rules: list[_Rule]) -> re.Pattern[str]:
@@ -167,15 +172,46 @@ def _either(rules: list[_Rule]) -> re.Pattern[str]:
 class IgnoreRules:
     """Compiled gitignore lines. `check(path, is_dir=...)` names the rule that decides the entry, if any."""
 
-    __slots__ = ("_anchored_any", "_name_any", "_rules")
+    __slots__ = ("_anchored_any", "_has_anchored", "_name_any", "_name_scan", "_rules")
 
     def __init__(self, lines: Iterable[str]) -> None:
         self._rules = [rule for i, line in enumerate(lines) if (rule := _parse(line, i)) is not None]
-        self._name_any = _either([r for r in self._rules if not r.anchored])
+        name_rules = [r for r in self._rules if not r.anchored]
+        self._name_any = _either(name_rules)
         self._anchored_any = _either([r for r in self._rules if r.anchored])
+        self._has_anchored = len(name_rules) < len(self._rules)
+        # Whole '/'-separated names only: no translated rule matches '/', so a match cannot span two names.
+        self._name_scan = re.compile(f"(?<![^/])(?:{self._name_any.pattern})(?![^/])", re.DOTALL)
+
+    def candidates(self, prefix: str, names: list[str]) -> list[int]:
+        """Indices of the `names` (entries of the directory `prefix`, '' or ending in '/') that some rule
+        may match; every other entry is decided (no rule matches it). One regex scan over the whole listing
+        replaces a call per entry; callers still `check` each candidate."""
+        if not self._rules or not names:
+            return []
+        joined = "/".join(names)
+        starts = {m.start() for m in self._name_scan.finditer(joined)}
+        found: list[int] = []
+        offset = 0
+        directory = prefix[:-1]
+        anchored = (
+            self._anchored_any.fullmatch
+            if any(r.anchored and (r.parent is None or r.parent.fullmatch(directory)) for r in self._rules)
+            else None
+        )
+        for index, name in enumerate(names):
+            if offset in starts or (anchored is not None and anchored(prefix + name) is not None):
+                found.append(index)
+            offset += len(name) + 1
+        return found
 
     def __bool__(self) -> bool:
         return bool(self._rules)
+
+    def may_match(self, path: str) -> bool:
+        """False when no rule can match the entry, whether it is a file or a directory (the common case)."""
+        name = path.rsplit("/", 1)[-1]
+        return self._name_any.fullmatch(name) is not None or self._anchored_any.fullmatch(path) is not None
 
     def check(self, path: str, *, is_dir: bool) -> tuple[bool | None, int | None]:
         """For a '/'-separated path relative to the rules' directory: (True, i) hidden by line i,

@@ -78,6 +78,11 @@ class Jail:
         self.uses_proc = self._proc_works()
         """Cross-check real paths and reopen inodes through /proc/self/fd. Tests may switch it off."""
 
+    @property
+    def root_fd(self) -> int:
+        """The root directory's descriptor (owned by the jail; do not close it)."""
+        return self._root_fd
+
     def close(self) -> None:
         if self._root_fd >= 0:
             os.close(self._root_fd)

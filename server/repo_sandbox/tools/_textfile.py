@@ -20,7 +20,7 @@ def looks_binary(head: bytes) -> bool:
     """NUL in the head, or a head that is mostly not UTF-8."""
     if b"\x00" in head:
         return True
-    if not head:
+    if not head or head.isascii():
         return False
     try:
         head.decode("utf-8")
@@ -100,16 +100,25 @@ def count_newlines_from(fd: int, position: int) -> tuple[int, bytes]:
         position += len(chunk)
 
 
-def count_lines_fd(fd: int) -> tuple[int, int]:
-    """(lines, bytes) of a whole file: newline count, plus one if non-empty and not newline-terminated."""
+def count_lines_fd(fd: int, first: bytes | None = None, *, first_ended: bool = False) -> tuple[int, int]:
+    """(lines, bytes) of a whole file: newline count, plus one if non-empty and not newline-terminated.
+
+    `first`, when given, is what the caller already read from the start of the file; reading continues
+    after it unless `first_ended` says that read already reached the end.
+    """
     newlines = 0
     size = 0
     last = b""
+    chunk = first
     while True:
-        chunk = os.read(fd, CHUNK_BYTES)
+        if chunk is None:
+            chunk = os.read(fd, CHUNK_BYTES)
         if not chunk:
             break
         newlines += chunk.count(b"\n")
         size += len(chunk)
         last = chunk[-1:]
+        if chunk is first and first_ended:
+            break
+        chunk = None
     return newlines + (1 if size and last != b"\n" else 0), size

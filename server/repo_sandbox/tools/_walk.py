@@ -10,6 +10,7 @@ walk truncated.
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat
 from collections.abc import Iterator
@@ -22,6 +23,8 @@ from repo_sandbox.policy.paths import Jail
 IGNORE_FILES = (".gitignore", ".ignore")
 """Per-directory ignore files, lowest precedence first."""
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
+UNREAD_IGNORE_FILE = "\x00unread"
+"""Stands in `Walk.ignore_lines` for a deny-listed ignore file this walker did not read (no real line has NUL)."""
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -64,7 +67,11 @@ def _read_small_file(dir_fd: int, name: str) -> str | None:
         os.close(fd)
 
 
-def _load_ignore_spec(dir_fd: int, dir_rel: str, present: set[str], jail: Jail) -> IgnoreRules | None:
+def _load_ignore_spec(
+    dir_fd: int, dir_rel: str, present: set[str], jail: Jail, sink: list[str] | None = None
+) -> IgnoreRules | None:
+    if not present:
+        return None
     lines: list[str] = []
     for name in IGNORE_FILES:
         # A deny-listed ignore file is not read either: its rules would reveal its content through what they hide.
@@ -72,6 +79,12 @@ def _load_ignore_spec(dir_fd: int, dir_rel: str, present: set[str], jail: Jail) 
             text = _read_small_file(dir_fd, name)
             if text:
                 lines.extend(text.splitlines())
+            elif text is None and sink is not None:
+                sink.append(UNREAD_IGNORE_FILE)  # unreadable or over the size cap: rg might still read it
+        elif name in present and sink is not None:
+            sink.append(UNREAD_IGNORE_FILE)
+    if sink is not None:
+        sink.extend(lines)
     rules = IgnoreRules(lines)
     return rules if rules else None
 
@@ -87,6 +100,9 @@ class IgnoreStack:
     def pushed(self, dir_rel: str, spec: IgnoreRules | None) -> IgnoreStack:
         return self if spec is None else IgnoreStack((*self._specs, (dir_rel, spec)))
 
+    def __bool__(self) -> bool:
+        return bool(self._specs)
+
     def is_ignored(self, rel_path: str, *, is_dir: bool) -> bool:
         """The deepest ignore file with a rule for the path decides; within one, the last matching rule."""
         for base, spec in reversed(self._specs):
@@ -101,6 +117,10 @@ def _join(base: str, name: str) -> str:
     return name if base == "." else f"{base}/{name}"
 
 
+_Kept = tuple[str, str, bool, os.DirEntry[str]]
+"""An entry that passed the filters: (name, root-relative path, is_dir, the scandir entry)."""
+
+
 @dataclass(slots=True)
 class _Frame:
     """One directory being listed: its fd, where it is, the ignore rules in force and what is left of it."""
@@ -110,7 +130,7 @@ class _Frame:
     walk_prefix: str
     ignores: IgnoreStack
     depth: int
-    entries: list[os.DirEntry[str]]
+    kept: list[_Kept]
     own_fd: bool
     next_index: int = 0
 
@@ -130,6 +150,13 @@ class Walk:
         self.truncated = False
         self.entries_seen = 0
         self._stopped = False
+        self.ignore_lines: list[str] = []
+        """Every line of the ignore files this walk applied (ancestors' included), for engines that must
+        know whether ripgrep's own ignore matching would agree."""
+        self.saw_ancestor_ignores = False
+        self.saw_rgignore = False
+        """A walked directory holds an ignore file ripgrep would read and this walker does not: a `.rgignore`,
+        or a `.gitignore`/`.ignore` that is a symlink (ripgrep follows it)."""
 
     def _ancestor_ignores(self) -> IgnoreStack:
         """Ignore files of the root and every directory above the start directory apply too."""
@@ -145,7 +172,8 @@ class Walk:
                 continue  # a denied or vanished ancestor contributes no ignore rules
             try:
                 present = {n for n in IGNORE_FILES if _exists_at(fd, n)}
-                stack = stack.pushed(dir_rel, _load_ignore_spec(fd, dir_rel, present, self.jail))
+                self.saw_ancestor_ignores |= bool(present)
+                stack = stack.pushed(dir_rel, _load_ignore_spec(fd, dir_rel, present, self.jail, self.ignore_lines))
             finally:
                 os.close(fd)
         return stack
@@ -153,6 +181,11 @@ class Walk:
     def open_file(self, entry: FileEntry) -> int | None:
         """Open a walked file without following symlinks; None if it changed into something else meanwhile,
         or is a hard link the policy refuses. The caller closes the fd."""
+        opened = self.open_file_stat(entry)
+        return None if opened is None else opened[0]
+
+    def open_file_stat(self, entry: FileEntry) -> tuple[int, os.stat_result] | None:
+        """As `open_file`, also returning the `fstat` of the opened file."""
         try:
             fd = os.open(entry.name, _FILE_FLAGS, dir_fd=entry.dir_fd)
         except OSError:
@@ -165,7 +198,7 @@ class Walk:
         if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not self.jail.allow_hard_links):
             os.close(fd)
             return None
-        return fd
+        return fd, info
 
     def _list(self, dir_fd: int) -> list[os.DirEntry[str]] | None:
         """The directory's entries sorted by name; None when the entry cap is reached (the walk then ends)."""
@@ -181,59 +214,67 @@ class Walk:
         except OSError:
             return []  # unreadable or vanished: nothing to list
         self.entries_seen += len(entries)
-        entries.sort(key=lambda e: e.name)
+        entries.sort(key=_entry_name)
         return entries
 
     def _frame(self, fd: int, rel: str, walk_prefix: str, ignores: IgnoreStack, depth: int, *, own_fd: bool) -> _Frame:
         entries = self._list(fd)
         if entries and not self.options.include_ignored:
             present = {e.name for e in entries if e.name in IGNORE_FILES}
-            ignores = ignores.pushed(rel, _load_ignore_spec(fd, rel, present, self.jail))
-        return _Frame(fd, rel, walk_prefix, ignores, depth, entries or [], own_fd)
+            self.saw_rgignore |= any(
+                e.name == ".rgignore" or (e.name in IGNORE_FILES and not e.is_file(follow_symlinks=False))
+                for e in entries
+            )
+            ignores = ignores.pushed(rel, _load_ignore_spec(fd, rel, present, self.jail, self.ignore_lines))
+        return _Frame(fd, rel, walk_prefix, ignores, depth, self._keep(rel, entries or [], ignores), own_fd)
 
-    def _keep(self, frame: _Frame, entry: os.DirEntry[str]) -> tuple[str, bool] | None:
-        """(root-relative path, is_dir) of an entry the walk reports or enters; None to skip it."""
-        name = entry.name
-        if not self.options.include_hidden and name.startswith("."):
-            return None
-        try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = not is_dir and entry.is_file(follow_symlinks=False)
-        except OSError:
-            return None
-        if not (is_dir or is_file):
-            return None  # symlinks, FIFOs, sockets, devices
-        rel = _join(frame.rel, name)
-        if self.jail.deny.is_entry_denied(rel):
-            return None
-        if not self.options.include_ignored and frame.ignores.is_ignored(rel, is_dir=is_dir):
-            return None
-        return rel, is_dir
+    def _keep(self, dir_rel: str, entries: list[os.DirEntry[str]], ignores: IgnoreStack) -> list[_Kept]:
+        """The entries of one directory that the walk reports or enters, in name order.
+
+        Skipped: hidden names (unless asked for), symlinks, FIFOs, sockets and devices, deny-listed entries
+        and, unless asked for, ignored ones. Filtering a whole listing at once keeps the per-entry cost low.
+        """
+        include_hidden = self.options.include_hidden
+        denied = self.jail.deny.denied_names(dir_rel, [e.name for e in entries])
+        check_ignores = bool(ignores) and not self.options.include_ignored
+        prefix = "" if dir_rel == "." else dir_rel + "/"
+        kept: list[_Kept] = []
+        for entry in entries:
+            name = entry.name
+            if not include_hidden and name.startswith("."):
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if not is_dir and not entry.is_file(follow_symlinks=False):
+                    continue  # symlinks, FIFOs, sockets, devices
+            except OSError:
+                continue
+            rel = prefix + name
+            if name in denied or (check_ignores and ignores.is_ignored(rel, is_dir=is_dir)):
+                continue
+            kept.append((name, rel, is_dir, entry))
+        return kept
 
     def __iter__(self) -> Iterator[FileEntry]:
         frames = [self._frame(self.start_fd, self.start_rel, "", self._ancestor_ignores(), 0, own_fd=False)]
         try:
             while frames and not self._stopped:
                 frame = frames[-1]
-                if frame.next_index >= len(frame.entries):
+                if frame.next_index >= len(frame.kept):
                     frames.pop()
                     if frame.own_fd:
                         os.close(frame.fd)
                     continue
-                entry = frame.entries[frame.next_index]
+                name, rel, is_dir, entry = frame.kept[frame.next_index]
                 frame.next_index += 1
-                kept = self._keep(frame, entry)
-                if kept is None:
-                    continue
-                rel, is_dir = kept
-                walk_rel = frame.walk_prefix + entry.name
+                walk_rel = frame.walk_prefix + name
                 if not is_dir:
-                    yield FileEntry(rel_path=rel, walk_rel=walk_rel, name=entry.name, dir_fd=frame.fd, entry=entry)
+                    yield FileEntry(rel, walk_rel, name, frame.fd, entry)
                     continue
                 if frame.depth + 1 >= self.options.max_depth:
                     self.truncated = True
                     continue
-                child_fd = self._open_child(frame.fd, entry.name)
+                child_fd = self._open_child(frame.fd, name)
                 if child_fd is not None:
                     child = self._frame(child_fd, rel, walk_rel + "/", frame.ignores, frame.depth + 1, own_fd=True)
                     frames.append(child)
@@ -250,6 +291,9 @@ class Walk:
             if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
                 self.truncated = True  # out of descriptors: say the result is incomplete rather than skip quietly
             return None
+
+
+_entry_name = operator.attrgetter("name")
 
 
 def _exists_at(dir_fd: int, name: str) -> bool:

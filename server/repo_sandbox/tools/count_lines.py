@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.tools._results import OutputMeter, ResultModel, is_presentable
-from repo_sandbox.tools._textfile import count_lines_fd, looks_binary, read_head
+from repo_sandbox.tools._textfile import CHUNK_BYTES, SNIFF_BYTES, looks_binary
 from repo_sandbox.workspace import Workspace
 
 DESCRIPTION = """Count lines of code in a file or a directory tree, like `wc -l` but jailed and filtered.
@@ -100,15 +100,28 @@ class _Tally:
         self.skipped_too_large = 0
         self.by_ext: dict[str, list[int]] = {}
         self.largest: list[_Ranked] = []
+        self.buffer = bytearray(CHUNK_BYTES)
 
-    def add_fd(self, fd: int, rel_path: str, name: str) -> None:
-        if os.fstat(fd).st_size > self.max_file_bytes:
+    def add_fd(self, fd: int, rel_path: str, name: str, size: int | None = None) -> None:
+        size = os.fstat(fd).st_size if size is None else size
+        if size > self.max_file_bytes:
             self.skipped_too_large += 1
             return
-        if looks_binary(read_head(fd)):
+        # Reads go into one reused buffer (no allocation per file); the first read serves the sniff too.
+        buffer = self.buffer
+        got = os.readv(fd, [buffer])
+        if looks_binary(bytes(buffer[: min(got, SNIFF_BYTES)])):
             self.skipped_binary += 1
             return
-        lines, size = count_lines_fd(fd)
+        newlines = 0
+        size = 0
+        last = 0
+        while got:
+            newlines += buffer.count(b"\n", 0, got)
+            size += got
+            last = buffer[got - 1]
+            got = os.readv(fd, [buffer]) if got == len(buffer) else 0
+        lines = newlines + (1 if size and last != 0x0A else 0)
         self.total_lines += lines
         self.files += 1
         self.bytes += size
@@ -173,11 +186,12 @@ def count_lines(ws: Workspace, args: CountLinesArgs) -> CountLinesResult:
         for entry in walk:
             if (glob is not None and not glob.matches(entry.walk_rel)) or not is_presentable(entry.rel_path):
                 continue
-            fd = walk.open_file(entry)
-            if fd is None:
+            opened = walk.open_file_stat(entry)
+            if opened is None:
                 continue
+            fd, info = opened
             try:
-                tally.add_fd(fd, entry.rel_path, entry.name)
+                tally.add_fd(fd, entry.rel_path, entry.name, info.st_size)
             finally:
                 os.close(fd)
         walk_truncated = walk.truncated

@@ -70,7 +70,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             search_text.SearchTextFilesResult,
             search_text.SearchTextCountResult,
         ),
-        body=search_text.search_text,
+        body=search_text.search_text_body,
     ),
     ToolSpec(
         name="count_lines",

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import threading
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from repo_sandbox.engine.pysearch import LineHit
-from repo_sandbox.engine.pytree import iter_file_hits
-from repo_sandbox.engine.request import SearchRequest, SearchStats
+from repo_sandbox.engine.request import LineHit, Progress, SearchCancelled, SearchRequest, SearchStats
+from repo_sandbox.engine.select import iter_file_hits
 from repo_sandbox.tools._results import OutputMeter, Paged, ResultModel, page_offsets
 from repo_sandbox.tools._textfile import cut_text
 from repo_sandbox.workspace import Workspace
+
+if TYPE_CHECKING:
+    from repo_sandbox.runtime.pipeline import CallContext
 
 DESCRIPTION = """Search file contents with a regular expression (or a literal string); like ripgrep, jailed.
 
@@ -117,8 +122,12 @@ class SearchTextCountResult(_SearchSummary):
 SearchTextResult = SearchTextContentResult | SearchTextFilesResult | SearchTextCountResult
 
 
-def _request(args: SearchTextArgs, *, keep: tuple[int, int]) -> SearchRequest:
+def _request(
+    args: SearchTextArgs, *, keep: tuple[int, int], cancel: threading.Event | None, progress: Progress | None
+) -> SearchRequest:
     return SearchRequest(
+        cancel=cancel,
+        progress=progress,
         pattern=args.pattern,
         path=args.path,
         glob=args.glob,
@@ -155,7 +164,9 @@ def _match_row(path: str, hit: LineHit, max_chars: int, meter: OutputMeter) -> T
     return match if meter.try_add(cost) else None
 
 
-def search_text(ws: Workspace, args: SearchTextArgs) -> SearchTextResult:
+def search_text(
+    ws: Workspace, args: SearchTextArgs, *, cancel: threading.Event | None = None, progress: Progress | None = None
+) -> SearchTextResult:
     """Search and page the results. Stops reading as soon as the page is full and one more result is seen.
 
     Rows are matching lines in "content" mode and files in the other modes.
@@ -175,7 +186,7 @@ def search_text(ws: Workspace, args: SearchTextArgs) -> SearchTextResult:
     consumed = 0  # rows of this page returned, or skipped because no page could hold them
     total = 0
     more = False
-    request = _request(args, keep=(args.offset, end) if content else (0, 0))
+    request = _request(args, keep=(args.offset, end) if content else (0, 0), cancel=cancel, progress=progress)
     for file_hits in iter_file_hits(ws, request, stats):
         if index >= end:
             more = True
@@ -222,3 +233,36 @@ def search_text(ws: Workspace, args: SearchTextArgs) -> SearchTextResult:
     if args.output_mode == "files_with_matches":
         return SearchTextFilesResult(files=files, **summary)
     return SearchTextCountResult(counts=counts, **summary)
+
+
+PROGRESS_EVERY_S = 0.5
+
+
+async def search_text_body(ws: Workspace, args: SearchTextArgs, context: CallContext) -> SearchTextResult:
+    """The tool body: the search runs in a worker thread; progress is reported while it runs, and a
+    cancelled call stops the thread (and kills its rg process) instead of letting it finish."""
+    cancel = threading.Event()
+    progress = Progress()
+    report = context.report_progress
+    result: SearchTextResult | Exception = SearchCancelled()
+    async with anyio.create_task_group() as group:
+        if report is not None:
+
+            async def tick() -> None:
+                while True:
+                    await anyio.sleep(PROGRESS_EVERY_S)
+                    await report(float(progress.files), None, f"{progress.files} files examined")
+
+            group.start_soon(tick)
+        try:
+            result = await anyio.to_thread.run_sync(
+                partial(search_text, ws, args, cancel=cancel, progress=progress), abandon_on_cancel=True
+            )
+        except Exception as exc:  # noqa: BLE001  # re-raised outside the task group, not as an ExceptionGroup
+            result = exc
+        finally:
+            cancel.set()
+            group.cancel_scope.cancel()
+    if isinstance(result, Exception):
+        raise result
+    return result

@@ -1,0 +1,180 @@
+"""One rg process: the argv the server builds, the spawn, and its output read as one group per file.
+
+The argv is built here and nowhere else: `--no-config`, the Rust regex engine only, the size limit,
+hidden/ignore settings and deny-list globs as flags, never `--follow`; the pattern after `--regexp` and
+the path after `--`, so neither can ever be read as a flag. rg starts in the directory the jail opened
+(through /proc/self/fd, so a directory swapped for a symlink after the check changes nothing), with an
+environment built from scratch. Output is `--null` separated; `close()` kills the process (only it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Final
+
+from repo_sandbox.engine.request import SearchRequest
+from repo_sandbox.engine.ripgrep import Ripgrep, clean_env
+
+READ_BYTES: Final = 256 * 1024
+_LINE_PREFIX = re.compile(rb"(\d+)([:-])")
+_BINARY_NOTICE = re.compile(
+    rb"(.*): (?:WARNING: stopped searching binary file after match|binary file matches) "
+    rb'\(found "\\0" byte around offset \d+\)'
+)
+"""What rg prints (without the NUL separator) when a file turns out to hold a NUL byte after a match."""
+
+
+@dataclass(frozen=True, slots=True)
+class RgOptions:
+    count_only: bool
+    sorted_output: bool
+    use_ignore_files: bool
+    include_hidden: bool
+    max_file_bytes: int
+    deny_globs: tuple[str, ...] = ()
+    glob: str | None = None
+
+
+def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[str]:
+    argv = [
+        rg.path,
+        "--no-config",
+        "--engine",
+        "default",
+        "--no-follow",
+        "--null",
+        "--no-heading",
+        "--color",
+        "never",
+        "--no-messages",
+        "--max-filesize",
+        str(options.max_file_bytes),
+    ]
+    if options.include_hidden:
+        argv.append("--hidden")
+    if options.use_ignore_files:
+        # .gitignore/.ignore of the walked directories only, as the policy walker reads them.
+        argv += ["--no-require-git", "--no-ignore-parent", "--no-ignore-global", "--no-ignore-exclude"]
+    else:
+        argv.append("--no-ignore")
+    for rule in options.deny_globs:
+        argv += ["--iglob", "!" + rule]
+    if options.glob is not None:
+        argv += ["--glob", options.glob]
+    argv.append("--case-sensitive" if request.case_sensitive else "--ignore-case")
+    if request.fixed_strings:
+        argv.append("--fixed-strings")
+    if options.count_only:
+        argv.append("--count")
+    else:
+        argv.append("--line-number")
+        if request.context:
+            argv += ["--context", str(request.context)]
+    if options.sorted_output:
+        argv += ["--sort", "path"]
+    argv += ["--regexp", request.pattern, "--", "."]
+    return argv
+
+
+@dataclass(slots=True)
+class FileOutput:
+    """Everything rg printed for one file (it prints each file's lines together)."""
+
+    path: bytes
+    lines: list[tuple[int, bool, bytes]] = field(default_factory=list[tuple[int, bool, bytes]])
+    """(line number, is a match (not context), raw text) in line order; empty in count mode."""
+    count: int = 0
+    binary: bool = False
+    """rg found a NUL byte after printing matches: the file is binary and its lines are void."""
+
+
+class RgProcess:
+    """A running rg; iterate `files()`, then check `failed`. Always `close()`."""
+
+    def __init__(self, argv: list[str], dir_fd: int, confine: Callable[[], None], *, count_only: bool) -> None:
+        self.count_only = count_only
+        self.bytes_read = 0
+        self._stderr = b""
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=f"/proc/self/fd/{dir_fd}",
+            env=clean_env(),
+            close_fds=True,
+            preexec_fn=confine,  # noqa: PLW1509  # two raw syscalls (Landlock), no Python state touched
+        )
+
+    def _chunks(self) -> Iterator[bytes]:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        rest = b""
+        while True:
+            chunk = os.read(fd, READ_BYTES)
+            if not chunk:
+                break
+            self.bytes_read += len(chunk)
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                rest += chunk
+                continue
+            yield rest + chunk[: cut + 1]
+            rest = chunk[cut + 1 :]
+        if rest:
+            yield rest + b"\n"
+
+    def files(self) -> Iterator[FileOutput]:
+        """One `FileOutput` per file, in the order rg prints them."""
+        current: FileOutput | None = None
+        for block in self._chunks():
+            for line in block.split(b"\n")[:-1]:
+                nul = line.find(b"\0")
+                if nul < 0:
+                    notice = _BINARY_NOTICE.fullmatch(line)
+                    if notice is None:
+                        continue  # a context separator or a message about some file
+                    path, rest = notice.group(1), None
+                else:
+                    path, rest = line[:nul], line[nul + 1 :]
+                if current is None or current.path != path:
+                    if current is not None:
+                        yield current
+                    current = FileOutput(path)
+                if rest is None:
+                    current.binary = True
+                elif self.count_only:
+                    current.count = int(rest)
+                else:
+                    prefix = _LINE_PREFIX.match(rest)
+                    if prefix is not None:
+                        is_match = prefix.group(2) == b":"
+                        current.lines.append((int(prefix.group(1)), is_match, rest[prefix.end() :]))
+                        current.count += is_match
+        if current is not None:
+            yield current
+
+    def finish(self) -> int:
+        """Wait for a process whose output was read to the end; its exit code."""
+        stderr = self.proc.stderr
+        if stderr is not None:
+            self._stderr = stderr.read(64 * 1024)
+        return self.proc.wait()
+
+    @property
+    def error_text(self) -> str:
+        return self._stderr.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Stop rg if it still runs (only this process) and release its pipes."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        self.proc.wait()

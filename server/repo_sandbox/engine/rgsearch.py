@@ -1,0 +1,235 @@
+"""The ripgrep engine: rg finds the matching lines, the census decides which files count.
+
+rg runs multi-threaded over the start directory while the census (the policy walker plus an 8 KiB sniff
+of each file) runs in a thread. rg's output is kept only for files the census lists as text, so the
+jail, the deny-list, hidden and ignore rules, the hard-link policy and the binary/size rules are the
+policy walker's, whatever rg did. Results are the Python engine's, file for file:
+- unsorted rg output is collected and put in path order; past `SWITCH_LINES` matching lines (a pattern
+  with very many hits) rg is stopped and run again with `--sort path`, streaming, so that the caller can
+  stop it as soon as its page is full;
+- rg is trusted to skip ignored directories only when every ignore file it would read means the same to
+  it as to git (`census.simple_rule`); otherwise it runs again with `--no-ignore`;
+- a text file in which rg meets a NUL byte reports no matches (the Python engine does the same);
+- multiline searches, single files and rg failures are answered by the Python engine.
+rg itself runs confined by Landlock (`engine.confine`): whatever it follows, it reads only the repository.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Final
+
+from repo_sandbox.engine import pytree
+from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
+from repo_sandbox.engine.confine import confinement
+from repo_sandbox.engine.pysearch import Query
+from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
+from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, build_argv
+from repo_sandbox.engine.ripgrep import Ripgrep
+from repo_sandbox.errors import IOFailureError
+from repo_sandbox.tools._glob import compile_glob
+from repo_sandbox.workspace import Workspace
+
+SWITCH_LINES: Final = 2000
+"""Matching lines (or files, in count mode) beyond which the unsorted run gives way to a sorted stream."""
+SWITCH_BYTES: Final = 8 * 1024 * 1024
+
+
+class _Fallback(Exception):
+    """rg could not answer this request (it refused the pattern or glob): the Python engine answers."""
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+class _Search:
+    def __init__(
+        self,
+        ws: Workspace,
+        rg: Ripgrep,
+        request: SearchRequest,
+        stats: SearchStats,
+        dir_fd: int,
+        start_rel: str,
+        confine: Callable[[], None],
+    ) -> None:
+        self.confine = confine
+        self.ws = ws
+        self.rg = rg
+        self.request = request
+        self.stats = stats
+        self.dir_fd = dir_fd
+        self.cancel = request.cancel
+        self.glob = compile_glob(request.glob) if request.glob else None
+        self.census = Census(ws, request, self.glob, known=known_kinds(ws))
+        self.prefix = "" if start_rel == "." else start_rel + "/"
+        self.hits_before = 0
+        self.process: RgProcess | None = None
+        options = ws.walk_options(include_hidden=request.include_hidden, include_ignored=request.include_ignored)
+        deny = ws.settings.workspace.effective_deny
+        self.base = RgOptions(
+            count_only=request.mode != "content",
+            sorted_output=False,
+            use_ignore_files=not options.include_ignored,
+            include_hidden=options.include_hidden,
+            max_file_bytes=ws.limits.max_file_bytes,
+            deny_globs=tuple(deny) if all(simple_rule(r) and not r.startswith("!") for r in deny) else (),
+            glob=request.glob if request.glob and not request.glob.startswith("!") else None,
+        )
+
+    def _check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise SearchCancelled
+
+    def _start(self, options: RgOptions) -> RgProcess:
+        self._stop_process()
+        argv = build_argv(self.rg, self.request, options)
+        try:
+            self.process = RgProcess(argv, self.dir_fd, self.confine, count_only=options.count_only)
+        except OSError as exc:  # rg vanished, or cannot start under its confinement
+            raise _Fallback(str(exc)) from exc
+        return self.process
+
+    def _stop_process(self) -> None:
+        if self.process is not None:
+            self.process.close()
+            self.process = None
+
+    def _finish(self, process: RgProcess, *, yielded: bool = False) -> None:
+        """Check how a run that was read to the end exited. 0/1: matches or none; 2 with output: some file
+        could not be read (the census decides about files anyway); anything else: rg could not answer."""
+        code = process.finish()
+        if code in (0, 1) or (code == 2 and process.bytes_read and "regex" not in process.error_text):
+            return
+        if yielded:
+            raise IOFailureError("The search engine failed while streaming results; try again.", exit_code=code)
+        raise _Fallback(process.error_text)
+
+    def _collect(self, options: RgOptions) -> dict[bytes, FileOutput] | None:
+        """Every file's output of an unsorted run; None when there are too many matches to sort them all."""
+        process = self._start(options)
+        outputs: dict[bytes, FileOutput] = {}
+        seen = 0
+        for output in process.files():
+            self._check_cancel()
+            outputs[output.path] = output
+            seen += 1 if options.count_only else output.count
+            if seen > SWITCH_LINES or process.bytes_read > SWITCH_BYTES:
+                self._stop_process()
+                return None
+        self._finish(process)
+        return outputs
+
+    def _wait_census(self) -> None:
+        while not self.census.done.wait(0.05):
+            self._check_cancel()
+        if self.census.error is not None:
+            raise self.census.error
+
+    def _root_path(self, rg_path: bytes) -> str:
+        rel = os.fsdecode(rg_path.removeprefix(b"./"))
+        return self.prefix + rel
+
+    def _placed(self, output: FileOutput) -> int | None:
+        """The census position of a file of rg's output, or None when the census rejects it (or it is void)."""
+        position = self.census.position.get(self._root_path(output.path))
+        if position is None or self.census.kinds[position] != TEXT or output.binary or not output.count:
+            return None
+        return position
+
+    def _file_hits(self, output: FileOutput) -> FileHits:
+        """The hits of one accepted file; the ones inside the request's `keep_hits` window are materialised."""
+        hits: list[LineHit] = []
+        start, stop = self.request.keep_hits
+        if stop > self.hits_before and start < self.hits_before + output.count:
+            texts = {number: text for number, _, text in output.lines}
+            context = self.request.context
+            index = self.hits_before
+            for number, is_match, text in output.lines:
+                if not is_match:
+                    continue
+                if start <= index < stop:
+                    hit = LineHit(number, _decode(text))
+                    if context:
+                        hit.before = [_decode(texts[n]) for n in range(max(1, number - context), number) if n in texts]
+                        hit.after = [_decode(texts[n]) for n in range(number + 1, number + context + 1) if n in texts]
+                    hits.append(hit)
+                index += 1
+        self.hits_before += output.count
+        return FileHits(self._root_path(output.path), output.count, hits)
+
+    def _emit(self, position: int, output: FileOutput) -> FileHits:
+        self.census.stats_through(position, self.stats)
+        return self._file_hits(output)
+
+    def run(self) -> Iterator[FileHits]:
+        thread = threading.Thread(target=self.census.run, name="repo-sandbox-census", daemon=True)
+        thread.start()
+        try:
+            options = self.base
+            outputs = self._collect(options)
+            self._wait_census()
+            if options.use_ignore_files and not self.census.rg_ignores_agree:
+                options = dataclasses.replace(options, use_ignore_files=False)
+                outputs = self._collect(options)
+            if outputs is not None:
+                placed = [(p, output) for output in outputs.values() if (p := self._placed(output)) is not None]
+                placed.sort(key=lambda item: item[0])
+                for position, output in placed:
+                    yield self._emit(position, output)
+            else:
+                process = self._start(dataclasses.replace(options, sorted_output=True))
+                yielded = False
+                for output in process.files():
+                    self._check_cancel()
+                    position = self._placed(output)
+                    if position is not None:
+                        yielded = True
+                        yield self._emit(position, output)
+                self._finish(process, yielded=yielded)
+            self.census.stats_through(len(self.census.kinds) - 1, self.stats)
+            self.stats.walk_truncated = self.census.walk_truncated
+        finally:
+            self._stop_process()
+            self.census.stop.set()
+            thread.join()
+
+
+def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
+    """As `pytree.iter_file_hits`, with rg doing the matching where it can.
+
+    Raises:
+        SandboxError: invalid_regex/invalid_glob, the jail's refusals, timeout, cancelled.
+    """
+    Query.compile(
+        request.pattern,
+        fixed_strings=request.fixed_strings,
+        case_sensitive=request.case_sensitive,
+        multiline=request.multiline,
+    )  # the dialect check: rg never sees a pattern the Python engine would refuse
+    if request.glob:
+        compile_glob(request.glob)
+    opened, dir_fd, start_rel = ws.jail.open_any(request.path)
+    if opened is not None:
+        os.close(opened.fd)
+        yield from pytree.iter_file_hits(ws, request, stats)
+        return
+    assert dir_fd is not None
+    confined = confinement(ws.jail.root_fd, rg.path)
+    try:
+        if confined is None:
+            yield from pytree.iter_file_hits(ws, request, stats)
+            return
+        search = _Search(ws, rg, request, stats, dir_fd, start_rel, confined.preexec)
+        try:
+            yield from search.run()
+        except _Fallback:  # raised before any file is yielded, so `stats` is still untouched
+            yield from pytree.iter_file_hits(ws, request, stats)
+    finally:
+        os.close(dir_fd)
+        if confined is not None:
+            confined.close()

@@ -1,0 +1,196 @@
+"""The rg process: the argv the server builds, its environment, Landlock, early stop and cancellation."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repo_sandbox.config.loader import load_settings
+from repo_sandbox.engine import rgprocess, rgsearch, ripgrep, select
+from repo_sandbox.engine.request import SearchCancelled, SearchRequest, SearchStats
+from repo_sandbox.engine.rgprocess import RgOptions, build_argv
+from repo_sandbox.tools.search_text import SearchTextArgs, SearchTextContentResult, search_text
+from repo_sandbox.workspace import Workspace
+
+RG = ripgrep.locate()
+
+
+def _content(result: Any) -> SearchTextContentResult:
+    assert isinstance(result, SearchTextContentResult)
+    return result
+
+
+@pytest.fixture
+def rg() -> ripgrep.Ripgrep:
+    if RG is None:
+        pytest.fail("no rg found: the ripgrep wheel is a dependency of this project on Linux")
+    return RG
+
+
+def _ws(root: Path, **limits: Any) -> Workspace:
+    overrides: dict[tuple[str, str], Any] = {("workspace", "root"): str(root), ("search", "engine"): "ripgrep"}
+    overrides.update({("limits", k): v for k, v in limits.items()})
+    return Workspace(load_settings(None, env={}, overrides=overrides))
+
+
+def test_argv_reads_no_config_follows_no_link_and_keeps_pattern_and_path_from_being_flags(rg: ripgrep.Ripgrep) -> None:
+    request = SearchRequest(pattern="--pre=sh", glob="*.py")
+    options = RgOptions(
+        count_only=False,
+        sorted_output=False,
+        use_ignore_files=True,
+        include_hidden=False,
+        max_file_bytes=1000,
+        deny_globs=(".env*",),
+        glob="*.py",
+    )
+    argv = build_argv(rg, request, options)
+    assert argv[1] == "--no-config"
+    assert argv[argv.index("--engine") + 1] == "default"
+    assert not {"-L", "--follow", "--pcre2", "-P", "--pre", "--search-zip", "-z"} & set(argv)
+    assert argv[argv.index("--regexp") + 1] == "--pre=sh"
+    assert argv[-2:] == ["--", "."]
+    assert argv[argv.index("--max-filesize") + 1] == "1000"
+    assert argv[argv.index("--iglob") : argv.index("--iglob") + 2] == ["--iglob", "!.env*"]
+    assert "--no-ignore-parent" in argv and "--no-ignore-global" in argv and "--no-require-git" in argv
+
+
+def test_rg_runs_with_an_environment_built_from_scratch(
+    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "rgrc"
+    config.write_text("--follow\n--pre=/bin/false\n")
+    monkeypatch.setenv("RIPGREP_CONFIG_PATH", str(config))
+    assert set(ripgrep.clean_env()) == {"LC_ALL"}
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "a.txt").write_text("hello\n")
+    ws = _ws(tmp_path / "repo")
+    try:
+        assert [m.path for m in _content(search_text(ws, SearchTextArgs(pattern="hello"))).matches] == ["a.txt"]
+    finally:
+        ws.close()
+
+
+def test_rg_cannot_read_outside_the_root_even_through_a_symlink_it_follows(rg: ripgrep.Ripgrep, tmp_path: Path) -> None:
+    """Landlock: started inside a directory that is a symlink to the outside, rg still reads nothing there."""
+    from repo_sandbox.engine.confine import confinement
+
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET\n")
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "link").symlink_to(tmp_path / "outside")
+    ws = _ws(root)
+    confined = confinement(ws.jail.root_fd, rg.path)
+    assert confined is not None
+    try:
+        process = rgprocess.RgProcess(
+            [rg.path, "--no-config", "--follow", "-n", "SECRET", "--", "link/secret.txt", "link"],
+            ws.jail.root_fd,
+            confined.preexec,
+            count_only=False,
+        )
+        try:
+            assert list(process.files()) == []
+            assert process.finish() == 2  # permission denied, not found
+        finally:
+            process.close()
+    finally:
+        confined.close()
+        ws.close()
+
+
+def _many(root: Path, lines: int) -> None:
+    root.mkdir(exist_ok=True)
+    for i in range(20):
+        (root / f"f{i:02}.txt").write_text("needle\n" * lines)
+
+
+def test_a_full_first_page_stops_rg_early_and_kills_it(
+    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _many(tmp_path / "repo", 5000)
+    started: list[rgprocess.RgProcess] = []
+    real_init = rgprocess.RgProcess.__init__
+
+    def remember(self: rgprocess.RgProcess, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        started.append(self)
+
+    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
+    ws = _ws(tmp_path / "repo")
+    try:
+        result = search_text(ws, SearchTextArgs(pattern="needle", limit=10))
+    finally:
+        ws.close()
+    assert (len(_content(result).matches), result.truncated, result.next_offset) == (10, True, 10)
+    assert 10 < result.total_matches < 20 * 5000  # a lower bound: the search stopped early
+    assert len(started) == 2  # the unsorted run gave way to a sorted stream
+    full_output = 20 * 5000 * len(b"f00.txt\x001:needle\n")
+    assert all(p.proc.returncode is not None for p in started)  # both ended (killed, not left running)
+    assert started[1].bytes_read < full_output / 4
+
+
+def test_cancelling_a_search_kills_its_rg(rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _many(tmp_path / "repo", 5000)
+    cancel = threading.Event()
+    started: list[rgprocess.RgProcess] = []
+    real_files = rgprocess.RgProcess.files
+
+    def cancel_on_first_file(self: rgprocess.RgProcess) -> Any:
+        started.append(self)
+        for output in real_files(self):
+            cancel.set()
+            yield output
+
+    monkeypatch.setattr(rgprocess.RgProcess, "files", cancel_on_first_file)
+    ws = _ws(tmp_path / "repo")
+    try:
+        with pytest.raises(SearchCancelled):
+            search_text(ws, SearchTextArgs(pattern="needle", limit=10), cancel=cancel)
+    finally:
+        ws.close()
+    assert started and all(p.proc.returncode is not None for p in started)
+
+
+def test_a_pattern_rg_refuses_is_answered_by_the_python_engine(rg: ripgrep.Ripgrep, tmp_path: Path) -> None:
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "a.txt").write_text("x\n")
+    ws = _ws(tmp_path / "repo")
+    try:
+        # \p{Greek_And_Coptic_Unknown} is no Unicode class: rg refuses it, and so does the Python engine.
+        with pytest.raises(Exception, match="compile|dialect|pattern"):
+            list(rgsearch.iter_file_hits(ws, rg, SearchRequest(pattern=r"\p{NoSuchClass}"), SearchStats()))
+    finally:
+        ws.close()
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "exit 126",  # what a child that could not confine itself reports
+        "echo 'rg: something broke' >&2; exit 2",
+        "echo 'f.txt'; sleep 0; exit 3",
+    ],
+)
+def test_an_rg_that_fails_leaves_the_answer_to_the_python_engine(tmp_path: Path, script: str) -> None:
+    fake = tmp_path / "bin" / "rg"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "ripgrep 14.1.0"; exit 0; fi\n{script}\n')
+    fake.chmod(0o755)
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "f.txt").write_text("hello\n")
+    ripgrep.forget()
+    overrides: dict[tuple[str, str], Any] = {("workspace", "root"): str(tmp_path / "repo")}
+    ws = Workspace(load_settings(None, env={}, overrides={**overrides, ("search", "ripgrep_path"): str(fake)}))
+    try:
+        assert select.report(ws)["ripgrep"]["path"] == str(fake)  # the failing rg is the one in use
+        result = _content(search_text(ws, SearchTextArgs(pattern="hello")))
+        assert [(m.path, m.line) for m in result.matches] == [("f.txt", 1)]
+        assert (result.files_searched, result.total_matches) == (1, 1)
+    finally:
+        ws.close()
+        ripgrep.forget()

@@ -1,0 +1,35 @@
+"""`scripts/bench --quick` keeps working (a smoke test on a small tree; the real numbers are for people)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bench_quick_prints_a_table_with_every_measurement(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "pkg").mkdir(parents=True)
+    (corpus / "argparse.py").write_text("".join(f"def f{i}_cache(): return {i}  # self\n" for i in range(300)))
+    (corpus / "pkg" / "mod.py").write_text("self = 1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--no-stdlib", "--corpus", str(corpus), "--reads", "5"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = done.stdout
+    for name in (
+        "search_text regex",
+        "search_files **/*.py",
+        "count_lines .",
+        "read_file 200 lines",
+        "spawn->initialize",
+    ):
+        assert name in table
+    assert "read_file calls/s" in table and "server RSS" in table
