@@ -100,6 +100,7 @@ class GitHardening:
         self._lock = threading.Lock()
         self._cache_key: tuple[int, int, int] | None = None
         self._drivers: list[tuple[str, str]] = []
+        self._env_cache: tuple[object, dict[str, str]] | None = None
 
     def repo_env(self) -> dict[str, str]:
         """Where the repository is; pins GIT_DIR/GIT_WORK_TREE when `<root>/.git` is a directory."""
@@ -153,10 +154,17 @@ class GitHardening:
         return [k for k in result.stdout.decode("utf-8", "replace").split("\0") if k]
 
     def env(self) -> dict[str, str]:
-        """The full environment additions for one git stage."""
-        pairs = [*OVERRIDES, ("safe.directory", self.root), *self.drivers()]
-        env = {**BASE_ENV, **self.repo_env(), "GIT_CONFIG_COUNT": str(len(pairs))}
-        for index, (key, value) in enumerate(pairs):
-            env[f"GIT_CONFIG_KEY_{index}"] = key
+        """The full environment additions for one git stage (rebuilt when `.git` or its config changes)."""
+        drivers = self.drivers()
+        repo_env = self.repo_env()
+        key = (tuple(drivers), tuple(repo_env.items()))
+        cached = self._env_cache
+        if cached is not None and cached[0] == key:
+            return dict(cached[1])
+        pairs = [*OVERRIDES, ("safe.directory", self.root), *drivers]
+        env = {**BASE_ENV, **repo_env, "GIT_CONFIG_COUNT": str(len(pairs))}
+        for index, (name, value) in enumerate(pairs):
+            env[f"GIT_CONFIG_KEY_{index}"] = name
             env[f"GIT_CONFIG_VALUE_{index}"] = value
-        return env
+        self._env_cache = (key, env)
+        return dict(env)

@@ -16,8 +16,9 @@ reaches a shell: the argv built from this parse is exactly what runs.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Final
 
 from repo_sandbox.errors import CommandNotAllowedError, CommandParseError, SandboxError
@@ -229,12 +230,21 @@ def _simple_command(node: Node, source: bytes) -> SimpleCommand:
 
 
 def parse_command(text: str, *, max_stages: int = 8, max_chars: int = 8192) -> Pipeline:
-    """Parse `text` into a pipeline of simple commands.
+    """Parse `text` into a pipeline of simple commands (results are immutable and cached by text).
 
     Raises:
         CommandParseError: empty, too long, invalid syntax, or shell composition.
         CommandNotAllowedError: an expansion, substitution, assignment or redirection.
     """
+    return _parse_cached(text, max_stages, max_chars)
+
+
+_parse_lock = threading.Lock()
+"""One parser serves every worker thread; a tree-sitter parser must not parse two texts at once."""
+
+
+@lru_cache(maxsize=512)
+def _parse_cached(text: str, max_stages: int, max_chars: int) -> Pipeline:
     if len(text) > max_chars:
         raise CommandParseError(
             f"The command is {len(text)} characters long; the limit is {max_chars}.", max_chars=max_chars
@@ -244,7 +254,8 @@ def parse_command(text: str, *, max_stages: int = 8, max_chars: int = 8192) -> P
     if not text.strip():
         raise CommandParseError("The command is empty.", hint="Pass a command such as 'git status'.")
     source = text.encode("utf-8", "surrogateescape")
-    root = _parser().parse(source).root_node
+    with _parse_lock:
+        root = _parser().parse(source).root_node
     if root.has_error:
         raise CommandParseError(
             "The command is not valid shell syntax (an unterminated quote, a stray operator or bracket?).",

@@ -1,10 +1,14 @@
 """Run a pipeline of already-sandboxed stage commands: no shell, bounded output, a wall clock, no leftovers.
 
 - Each stage is its own process in its own session (start_new_session), stdin of the first is /dev/null,
-  stage i's stdout is a pipe to stage i+1 (the parent closes its copies at once, so SIGPIPE works).
-- stdout of the last stage and stderr of every stage are read incrementally into head+tail buffers. Past
-  `drain_limit` bytes of stdout (an endless producer such as `yes`), the pipeline is stopped and the output
-  marked truncated.
+  stage i's stdout is a pipe to stage i+1 (the parent closes its copies at once, so SIGPIPE works); every
+  stage writes to one shared stderr pipe, as the stages of a shell pipeline share the terminal.
+- Processes are started with `subprocess.Popen` (vfork + exec in C, every other descriptor closed), not
+  asyncio's subprocess machinery: no transports, no child-watcher thread. The pipes are read with
+  `anyio.wait_readable` + `os.read`, and each exit is awaited on a pidfd (Linux >= 5.3; elsewhere a worker
+  thread waits). stdout of the last stage and the shared stderr are read incrementally into head+tail
+  buffers. Past `drain_limit` bytes of stdout (an endless producer such as `yes`), the pipeline is stopped
+  and the output marked truncated.
 - On the deadline, on a stopped flood, and on cancellation by the client, every stage still running gets
   SIGTERM (the sandbox layer turns that into the death of all its processes: bwrap's pid namespace, the
   launcher's subreaper sweep), then SIGKILL after a grace period, then a sweep of anything left in the stages'
@@ -24,13 +28,13 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
 
 from repo_sandbox.exec.capture import HeadTailBuffer
+from repo_sandbox.exec.reaping import TAG_VARIABLE, children_of, session_members, sweep_tagged
 from repo_sandbox.exec.sandbox import StageCommand
 
-TAG_VARIABLE: Final = "REPO_SANDBOX_CALL"
-"""Environment variable carrying the call's id into every process it starts (to find them in /proc)."""
+__all__ = ["TAG_VARIABLE", "RunResult", "run_pipeline"]
+
 KILL_GRACE_S: Final = 0.5
 """Time between SIGTERM and SIGKILL when a pipeline is stopped."""
 READ_CHUNK: Final = 65536
@@ -54,120 +58,101 @@ def _status(code: int | None) -> int:
     return 128 - code if code < 0 else code
 
 
-def session_members(sessions: set[int]) -> list[int]:
-    """PIDs whose session or process group is one of `sessions` (a /proc scan)."""
-    found: list[int] = []
+async def _exited(process: subprocess.Popen[bytes]) -> None:
+    """Wait until `process` has exited, and reap it."""
     try:
-        names = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) in sessions or int(fields[3]) in sessions:
-            found.append(int(name))
-    return found
-
-
-def children_of(pid: int) -> list[int]:
-    """Direct children of `pid` (all its threads)."""
-    found: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as handle:
-                found += [int(c) for c in handle.read().split()]
-    return found
-
-
-def tagged(tag: str) -> list[int]:
-    """Live processes whose environment carries `tag` (the call's TAG_VARIABLE value)."""
-    needle = f"{TAG_VARIABLE}={tag}\0".encode()
-    found: list[int] = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            with contextlib.suppress(OSError), open(f"/proc/{name}/environ", "rb") as handle:
-                if needle in handle.read() + b"\0":
-                    found.append(int(name))
-    return found
-
-
-async def sweep_tagged(tag: str) -> None:
-    """SIGKILL every process of the call still alive until none is left (bounded)."""
-    with anyio.move_on_after(2):
-        while pids := tagged(tag):
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            await anyio.sleep(0.01)
+        pidfd = os.pidfd_open(process.pid)
+    except OSError:  # no pidfd here (old kernel, seccomp): a worker thread waits instead
+        await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        return
+    try:
+        while process.poll() is None:
+            await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
 
 
 class _Pipeline:
     def __init__(self, stdout_cap: int, stderr_cap: int, drain_limit: int, tag: str | None) -> None:
         self.tag = tag
-        self.procs: list[Process] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
         self.stdout = HeadTailBuffer(stdout_cap)
         self.stderr = HeadTailBuffer(stderr_cap)
         self.drain_limit = drain_limit
         self.flooded = False
         self.stop = anyio.Event()
+        self.readers: list[int] = []
+        """Our read ends: the last stage's stdout, then the shared stderr (non-blocking)."""
 
-    async def start(self, stages: Sequence[StageCommand]) -> None:
+    def start(self, stages: Sequence[StageCommand]) -> None:
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        self.readers = [out_read, err_read]
         previous: int | None = None
         try:
             for index, stage in enumerate(stages):
                 last = index == len(stages) - 1
-                read_end, write_end = (None, None) if last else os.pipe()
+                read_end, write_end = (None, out_write) if last else os.pipe()
                 try:
-                    process = await anyio.open_process(
-                        stage.argv,
-                        stdin=previous if previous is not None else subprocess.DEVNULL,
-                        stdout=subprocess.PIPE if last else write_end,
-                        stderr=subprocess.PIPE,
-                        cwd=stage.cwd,
-                        env=stage.env,
-                        start_new_session=True,
+                    self.procs.append(
+                        subprocess.Popen(
+                            stage.argv,
+                            stdin=previous if previous is not None else subprocess.DEVNULL,
+                            stdout=write_end,
+                            stderr=err_write,
+                            cwd=stage.cwd,
+                            env=stage.env,
+                            close_fds=True,
+                            start_new_session=True,
+                        )
                     )
                 finally:
-                    if write_end is not None:
+                    if not last:
                         os.close(write_end)
                     if previous is not None:
                         os.close(previous)
                     previous = None
-                self.procs.append(process)
                 previous = read_end
         finally:
             if previous is not None:
                 os.close(previous)
+            os.close(out_write)
+            os.close(err_write)
+            for fd in self.readers:
+                os.set_blocking(fd, False)
 
-    async def _drain(self, stream: ByteReceiveStream | None, buffer: HeadTailBuffer, limited: bool) -> None:
-        if stream is None:
-            return
-        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            while True:
-                buffer.feed(await stream.receive(READ_CHUNK))
-                if limited and buffer.total > self.drain_limit:
-                    self.flooded = True
-                    self.stop.set()
-                    return
+    async def _drain(self, fd: int, buffer: HeadTailBuffer, limited: bool) -> None:
+        while True:
+            try:
+                data = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+                continue
+            if not data:
+                return
+            buffer.feed(data)
+            if limited and buffer.total > self.drain_limit:
+                self.flooded = True
+                self.stop.set()
+                return
 
     async def wait_all(self) -> None:
         async with anyio.create_task_group() as group:
-            group.start_soon(self._drain, self.procs[-1].stdout, self.stdout, True)
+            group.start_soon(self._drain, self.readers[0], self.stdout, True)
+            group.start_soon(self._drain, self.readers[1], self.stderr, False)
             for process in self.procs:
-                group.start_soon(self._drain, process.stderr, self.stderr, False)
-        for process in self.procs:
-            await process.wait()
+                group.start_soon(_exited, process)
 
     def signal_running(self, number: int) -> None:
         for process in self.procs:
-            if process.returncode is None:
+            if process.poll() is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, number)
+
+    async def _reap_all(self, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            for process in self.procs:
+                await _exited(process)
 
     async def terminate(self) -> None:
         """Stop every stage and everything it started; bounded in time.
@@ -178,18 +163,14 @@ class _Pipeline:
         sweeps every descendant.
         """
         for process in self.procs:
-            if process.returncode is None:
+            if process.poll() is None:
                 for child in children_of(process.pid):
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(child, signal.SIGKILL)
         self.signal_running(signal.SIGTERM)
-        with anyio.move_on_after(KILL_GRACE_S):
-            for process in self.procs:
-                await process.wait()
+        await self._reap_all(KILL_GRACE_S)
         self.signal_running(signal.SIGKILL)
-        with anyio.move_on_after(5):
-            for process in self.procs:
-                await process.wait()
+        await self._reap_all(5)
         sessions = {p.pid for p in self.procs}
         for pid in session_members(sessions):
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -198,16 +179,13 @@ class _Pipeline:
             await sweep_tagged(self.tag)
 
     async def close(self) -> None:
-        """Read what is left up to EOF (so asyncio closes the pipe transports), then close everything."""
-        for process in self.procs:
-            for stream in (process.stdout, process.stderr):
-                if stream is None:
-                    continue
-                with anyio.move_on_after(1), contextlib.suppress(Exception):
-                    while await stream.receive(READ_CHUNK):
-                        pass
-            with anyio.move_on_after(5), contextlib.suppress(Exception):
-                await process.aclose()
+        """Read what is left up to EOF (bounded), then close our pipe ends."""
+        with anyio.move_on_after(1):
+            await self._drain(self.readers[0], self.stdout, False)
+            await self._drain(self.readers[1], self.stderr, False)
+        for fd in self.readers:
+            os.close(fd)
+        self.readers = []
 
 
 async def run_pipeline(
@@ -231,7 +209,7 @@ async def run_pipeline(
     pipeline = _Pipeline(stdout_cap, stderr_cap, drain_limit, tag)
     timed_out = False
     try:
-        await pipeline.start(stages)
+        pipeline.start(stages)
         with anyio.move_on_after(timeout_s) as deadline:
             async with anyio.create_task_group() as group:
 
@@ -245,9 +223,10 @@ async def run_pipeline(
         timed_out = deadline.cancelled_caught
     finally:
         with anyio.CancelScope(shield=True):
-            if any(p.returncode is None for p in pipeline.procs):
+            if any(p.poll() is None for p in pipeline.procs):
                 await pipeline.terminate()
-            await pipeline.close()
+            if pipeline.readers:
+                await pipeline.close()
     last = pipeline.procs[-1].returncode if pipeline.procs else None
     return RunResult(
         exit_code=_status(last),

@@ -21,6 +21,7 @@ bwrap runs the program through `prlimit`, the launcher sets them itself.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -30,6 +31,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
 from typing import Final
 
@@ -95,7 +97,8 @@ class StageCommand:
     cwd: str
 
 
-def _system_mounts() -> list[str]:
+@cache
+def _system_mounts() -> tuple[str, ...]:
     args = ["--ro-bind", "/usr", "/usr"]
     for name in _SYSTEM_LINKS:
         path = f"/{name}"
@@ -105,7 +108,20 @@ def _system_mounts() -> list[str]:
             args += ["--ro-bind", path, path]
     for path in ETC_FILES:
         args += ["--ro-bind-try", path, path]
-    return args
+    return tuple(args)
+
+
+_installed: dict[str, str] = {}
+
+
+def installed(binary: str) -> str | None:
+    """The path of `binary` on SYSTEM_PATH, or None; found paths are remembered for the process's life."""
+    path = _installed.get(binary)
+    if path is None:
+        path = shutil.which(binary, path=SYSTEM_PATH)
+        if path is not None:
+            _installed[binary] = path
+    return path
 
 
 def mask_sources(tmp: str) -> tuple[str, str]:
@@ -162,10 +178,9 @@ def launcher_command(
     backend: Backend, binary: str, args: Sequence[str], view: RepoView, tmp: str, limits: Limits, network: bool
 ) -> list[str] | None:
     """argv of the launcher for one stage, or None when `binary` is not installed."""
-    path = shutil.which(binary, path=SYSTEM_PATH)
+    path = installed(binary)
     if path is None:
         return None
-    import json
 
     spec = {
         "parent": os.getpid(),
@@ -205,7 +220,7 @@ def stage_command(
     `git`: a git stage, whose `env["GIT_DIR"]` (when set) must be visible: bwrap shows it at `GIT_MOUNT`
     (and points GIT_DIR there), the launcher backends grant it in place.
     """
-    if shutil.which(binary, path=SYSTEM_PATH) is None:
+    if installed(binary) is None:
         return None
     git_dir = env.get("GIT_DIR") if git else None
     if backend in (Backend.BWRAP, Backend.BWRAP_NOPROC):
