@@ -66,6 +66,8 @@ class SecretRule:
     trigger: re.Pattern[str] | None = None
     """When set, finds the hints instead of `str.find`: a hint counts only where it matches (e.g. `password`
     followed by `=`); one regex pass is faster than many finds for hints as common as `key`."""
+    follow: str | None = None
+    """The pattern that follows a hint in `trigger`."""
 
     def secret_span(self, match: re.Match[str]) -> tuple[int, int]:
         for group in self.groups:
@@ -85,7 +87,7 @@ def rule(
 ) -> SecretRule:
     flags = re.IGNORECASE if fold else 0
     trigger = None if follow is None else re.compile("(?:" + "|".join(map(re.escape, hints)) + ")" + follow)
-    return SecretRule(kind, re.compile(pattern, flags), groups, hints, fold, keep, trigger)
+    return SecretRule(kind, re.compile(pattern, flags), groups, hints, fold, keep, trigger, follow)
 
 
 def _assigned_value_is_code(match: re.Match[str]) -> bool:

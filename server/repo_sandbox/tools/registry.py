@@ -58,7 +58,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         description=read_file.DESCRIPTION,
         args_model=read_file.ReadFileArgs,
         result_models=(read_file.ReadFileResult,),
-        body=read_file.read_file,
+        body=read_file.read_file_tool,
     ),
     ToolSpec(
         name="search_text",

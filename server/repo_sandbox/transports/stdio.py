@@ -1,13 +1,153 @@
-"""Serve over stdio: stdout carries only protocol messages; logs go to stderr."""
+"""Serve over stdio: stdout carries only protocol messages; logs go to stderr.
+
+The SDK's `stdio_server` reads and writes through worker threads (`anyio.wrap_file`): a readline, a write
+and a flush per exchange, each a thread hop (~a third of read_file's server time). Here the event loop
+reads and writes the pipes itself, with the same contract:
+- framing: one JSON-RPC message per line, UTF-8 (undecodable input bytes become U+FFFD); a line that is
+  not a valid message reaches the server as the parse exception, as with the SDK;
+- the stream claim: while serving, fd 0 reads the null device and fd 1 writes to stderr, so children and
+  stray prints never touch the wire; the wire is served from private close-on-exec duplicates, and fd 0/1
+  and their blocking mode are restored on exit.
+Descriptors that cannot be polled (a regular file: `repo-sandbox < requests.jsonl`) use the SDK's transport.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import select
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
 import anyio
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
+from mcp.shared.message import SessionMessage
 
 from repo_sandbox.app import build_server
 from repo_sandbox.workspace import Workspace
 
+READ_CHUNK = 1 << 16
+
+Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
+
 
 def serve_stdio(workspace: Workspace) -> None:
     server = build_server(workspace)
-    anyio.run(server.run_stdio_async)
+    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what MCPServer.run_stdio_async runs
+
+    async def serve() -> None:
+        async with stdio_streams() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    anyio.run(serve)
+
+
+def stdio_streams() -> AbstractAsyncContextManager[Any]:
+    """The message streams over this process's stdin/stdout: the event loop's own when both can be polled."""
+    if _pollable(sys.stdin, 0, select.EPOLLIN) and _pollable(sys.stdout, 1, select.EPOLLOUT):
+        return _loop_stdio()
+    return stdio_server()
+
+
+def _pollable(stream: Any, fd: int, events: int) -> bool:
+    try:
+        if stream.buffer.fileno() != fd:
+            return False
+        with select.epoll() as probe:
+            probe.register(fd, events)
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+class _Claim:
+    """fd 0 or 1 diverted (to the null device, or to stderr) while the wire is served from a private duplicate."""
+
+    def __init__(self, fd: int, diversion: int) -> None:
+        self.fd = fd
+        self.wire = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        self.was_blocking = os.get_blocking(self.wire)
+        try:
+            os.dup2(diversion, fd)
+        finally:
+            os.close(diversion)
+        os.set_blocking(self.wire, False)  # the flag belongs to the open file: restored before the fd is
+
+    def release(self) -> None:
+        os.set_blocking(self.wire, self.was_blocking)
+        os.dup2(self.wire, self.fd)
+        os.close(self.wire)
+
+
+@asynccontextmanager
+async def _loop_stdio() -> AsyncIterator[Streams]:
+    stdin = _Claim(0, os.open(os.devnull, os.O_RDONLY))
+    try:
+        stdout = _Claim(1, os.dup(2))
+    except BaseException:
+        stdin.release()
+        raise
+    try:
+        read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+        write_stream, write_reader = create_context_streams[SessionMessage](0)
+
+        async def read_messages() -> None:
+            async with read_writer:
+                async for line in _lines(stdin.wire):
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(
+                            line.decode("utf-8", "replace"), by_name=False
+                        )
+                    except Exception as exc:  # noqa: BLE001  # the server answers a bad line, as with the SDK
+                        await read_writer.send(exc)
+                        continue
+                    await read_writer.send(SessionMessage(message))
+
+        async def write_messages() -> None:
+            async with write_reader:
+                async for session_message in write_reader:
+                    text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await _write_all(stdout.wire, (text + "\n").encode("utf-8"))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read_messages)
+            tasks.start_soon(write_messages)
+            yield read_stream, write_stream
+    finally:
+        stdout.release()
+        stdin.release()
+
+
+async def _lines(fd: int) -> AsyncIterator[bytes]:
+    """The lines read from a non-blocking fd (each with its newline; the last one may lack it)."""
+    pending = bytearray()
+    while True:
+        try:
+            chunk = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+            continue
+        if not chunk:
+            break
+        searched = len(pending)
+        pending += chunk
+        start = 0
+        while (end := pending.find(b"\n", searched)) >= 0:
+            yield bytes(pending[start : end + 1])
+            start = searched = end + 1
+        del pending[:start]
+    if pending:
+        yield bytes(pending)
+
+
+async def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            await anyio.wait_writable(fd)
