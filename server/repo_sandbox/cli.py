@@ -108,21 +108,27 @@ def _serve(settings: Settings) -> int:
     _configure_logging(settings.server.log_level)
     workspace = Workspace(settings)
     logging.getLogger("repo_sandbox").info("serving %s over %s", workspace.root, settings.server.transport)
-    if settings.exec.enabled:
-        from repo_sandbox.exec.service import exec_service
-
-        exec_service(workspace).report()  # probe the OS sandbox once at start-up; logs it (loudly when none)
     try:
         if settings.server.transport == "http":
+            _probe_exec_sandbox(workspace)
             return _serve_http(workspace)
         from repo_sandbox.transports.stdio import serve_stdio
 
-        serve_stdio(workspace)
+        # A client that spawns the server waits for `initialize`: probe once it has its answer, beside serving.
+        serve_stdio(workspace, after_handshake=lambda: _probe_exec_sandbox(workspace))
     except KeyboardInterrupt:
         pass
     finally:
         workspace.close()
     return 0
+
+
+def _probe_exec_sandbox(workspace: Any) -> None:
+    """Probe the OS sandbox once at start-up; it is logged (loudly when there is none)."""
+    if workspace.settings.exec.enabled:
+        from repo_sandbox.exec.service import exec_service
+
+        exec_service(workspace).report()
 
 
 def _serve_http(workspace: Any) -> int:

@@ -14,10 +14,12 @@ Descriptors that cannot be polled (a regular file: `repo-sandbox < requests.json
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import select
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -32,24 +34,44 @@ from repo_sandbox.workspace import Workspace
 
 READ_CHUNK = 1 << 16
 
+logger = logging.getLogger("repo_sandbox")
+
 Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
 
 
-def serve_stdio(workspace: Workspace) -> None:
+def serve_stdio(workspace: Workspace, *, after_handshake: Callable[[], None] | None = None) -> None:
+    """Serve until stdin closes. `after_handshake` runs in a daemon thread once the first answer (to
+    `initialize`) is written, so start-up work that the handshake does not need does not delay it."""
     server = build_server(workspace)
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what MCPServer.run_stdio_async runs
 
+    def answered() -> None:
+        if after_handshake is not None:
+            threading.Thread(target=_logged(after_handshake), name="repo-sandbox-after-handshake", daemon=True).start()
+
     async def serve() -> None:
-        async with stdio_streams() as (read_stream, write_stream):
+        async with stdio_streams(after_first_message=answered) as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     anyio.run(serve)
 
 
-def stdio_streams() -> AbstractAsyncContextManager[Any]:
-    """The message streams over this process's stdin/stdout: the event loop's own when both can be polled."""
+def _logged(work: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            work()
+        except Exception:
+            logger.exception("start-up work after the handshake failed")
+
+    return run
+
+
+def stdio_streams(after_first_message: Callable[[], None] = lambda: None) -> AbstractAsyncContextManager[Any]:
+    """The message streams over this process's stdin/stdout: the event loop's own when both can be polled.
+    `after_first_message` is called once the first message is written (at once with the SDK's transport)."""
     if _pollable(sys.stdin, 0, select.EPOLLIN) and _pollable(sys.stdout, 1, select.EPOLLOUT):
-        return _loop_stdio()
+        return _loop_stdio(after_first_message)
+    after_first_message()
     return stdio_server()
 
 
@@ -84,7 +106,7 @@ class _Claim:
 
 
 @asynccontextmanager
-async def _loop_stdio() -> AsyncIterator[Streams]:
+async def _loop_stdio(after_first_message: Callable[[], None]) -> AsyncIterator[Streams]:
     stdin = _Claim(0, os.open(os.devnull, os.O_RDONLY))
     try:
         stdout = _Claim(1, os.dup(2))
@@ -108,10 +130,14 @@ async def _loop_stdio() -> AsyncIterator[Streams]:
                     await read_writer.send(SessionMessage(message))
 
         async def write_messages() -> None:
+            first = True
             async with write_reader:
                 async for session_message in write_reader:
                     text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await _write_all(stdout.wire, (text + "\n").encode("utf-8"))
+                    if first:
+                        first = False
+                        after_first_message()
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(read_messages)
