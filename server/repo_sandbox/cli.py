@@ -95,7 +95,8 @@ def _settings(args: argparse.Namespace, config: str | None) -> Settings:
             overrides[("server", key)] = getattr(args, key)
     if getattr(args, "log_level", None):
         overrides[("server", "log_level")] = args.log_level
-    return load_settings(config, overrides=overrides)
+    # `_serve` checks the command policy itself: over stdio right after the handshake, which it would delay.
+    return load_settings(config, overrides=overrides, exec_check_later=args.command == "serve")
 
 
 def _configure_logging(level: str) -> None:
@@ -110,17 +111,45 @@ def _serve(settings: Settings) -> int:
     logging.getLogger("repo_sandbox").info("serving %s over %s", workspace.root, settings.server.transport)
     try:
         if settings.server.transport == "http":
+            if error := _exec_policy_error(workspace):
+                print(error, file=sys.stderr)
+                return 2
             _probe_exec_sandbox(workspace)
             return _serve_http(workspace)
         from repo_sandbox.transports.stdio import serve_stdio
 
-        # A client that spawns the server waits for `initialize`: probe once it has its answer, beside serving.
-        serve_stdio(workspace, after_handshake=lambda: _probe_exec_sandbox(workspace))
+        # A client that spawns the server waits for `initialize`; what that does not need runs once it is answered.
+        return serve_stdio(workspace, after_handshake=lambda: _after_handshake(workspace))
     except KeyboardInterrupt:
         pass
     finally:
         workspace.close()
     return 0
+
+
+def _after_handshake(workspace: Any) -> None:
+    """The rest of a stdio server's start-up: the command policy's check (left for later by `_settings`: it loads
+    the whole policy and parses its examples), then the sandbox probe.
+
+    Raises:
+        StopServing: the command policy does not hold (the server stops, as it would have refused to start).
+    """
+    from repo_sandbox.transports.stdio import StopServing
+
+    if error := _exec_policy_error(workspace):
+        raise StopServing(2, error)
+    _probe_exec_sandbox(workspace)
+
+
+def _exec_policy_error(workspace: Any) -> str | None:
+    """What is wrong with the command policy (names, built-ins, examples), as the configuration error to print."""
+    from repo_sandbox.policy.commands import validate_exec_config
+
+    try:
+        validate_exec_config(workspace.settings.exec)
+    except ValueError as exc:
+        return f"repo-sandbox: configuration error:\n[exec]: {exc}"
+    return None
 
 
 def _probe_exec_sandbox(workspace: Any) -> None:

@@ -36,11 +36,36 @@ class ToolSpec:
         return schema
 
     def output_schema(self) -> dict[str, Any]:
-        """`anyOf` the success shapes and the error shape, with an object root (TypeScript clients need it)."""
+        """`anyOf` the success shapes and the error shape, with an object root (TypeScript clients need it).
+
+        The `$defs` are written in place of their `$ref`s: the same schema, which clients validate every
+        result against faster (no reference to resolve per object)."""
         union: Any = Union[(*self.result_models, ToolFailure)]  # a runtime-built union
         schema = TypeAdapter[Any](union).json_schema()
+        schema = inline_refs(schema, schema.pop("$defs", {}))
         schema["type"] = "object"
         return schema
+
+
+def inline_refs(schema: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    """`schema` with every `{"$ref": "#/$defs/X"}` replaced by X (its own sibling keywords kept beside it)."""
+    if isinstance(schema, list):
+        return [inline_refs(item, defs, seen) for item in schema]  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(schema, dict):
+        return schema
+    items: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
+    ref = items.get("$ref")
+    if not isinstance(ref, str):
+        return {key: inline_refs(value, defs, seen) for key, value in items.items()}
+    name = ref.removeprefix("#/$defs/")
+    if name in seen or name not in defs:
+        raise ValueError(f"cannot inline {ref!r} (recursive or unknown)")
+    target = inline_refs(defs[name], defs, (*seen, name))
+    siblings = {key: inline_refs(value, defs, seen) for key, value in items.items() if key != "$ref"}
+    return {**target, **siblings} if set(siblings) <= _ANNOTATIONS else {"allOf": [target, siblings]}
+
+
+_ANNOTATIONS: Final = frozenset({"title", "description", "default", "examples"})
 
 
 TOOLS: Final[tuple[ToolSpec, ...]] = (

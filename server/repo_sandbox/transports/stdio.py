@@ -13,6 +13,7 @@ Descriptors that cannot be polled (a regular file: `repo-sandbox < requests.json
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -24,6 +25,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
@@ -39,31 +42,51 @@ logger = logging.getLogger("repo_sandbox")
 Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
 
 
-def serve_stdio(workspace: Workspace, *, after_handshake: Callable[[], None] | None = None) -> None:
-    """Serve until stdin closes. `after_handshake` runs in a daemon thread once the first answer (to
-    `initialize`) is written, so start-up work that the handshake does not need does not delay it."""
+class StopServing(Exception):
+    """Raised by `after_handshake` to end the server: `message` goes to stderr, `code` is the exit status."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def serve_stdio(workspace: Workspace, *, after_handshake: Callable[[], None] | None = None) -> int:
+    """Serve until stdin closes; returns the exit status.
+
+    `after_handshake` runs in a daemon thread once the first answer (to `initialize`) is written, so that
+    start-up work the handshake does not need does not delay it; it may raise `StopServing`.
+    """
     server = build_server(workspace)
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what MCPServer.run_stdio_async runs
-
-    def answered() -> None:
-        if after_handshake is not None:
-            threading.Thread(target=_logged(after_handshake), name="repo-sandbox-after-handshake", daemon=True).start()
+    stopped: list[StopServing] = []
 
     async def serve() -> None:
-        async with stdio_streams(after_first_message=answered) as (read_stream, write_stream):
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        token = anyio.lowlevel.current_token()
+        with anyio.CancelScope() as scope:
+
+            def work() -> None:
+                try:
+                    if after_handshake is not None:
+                        after_handshake()
+                except StopServing as stop:
+                    stopped.append(stop)
+                    with contextlib.suppress(RuntimeError):  # the server has already ended
+                        anyio.from_thread.run_sync(scope.cancel, token=token)
+                except Exception:
+                    logger.exception("start-up work after the handshake failed")
+
+            def answered() -> None:
+                threading.Thread(target=work, name="repo-sandbox-after-handshake", daemon=True).start()
+
+            async with stdio_streams(after_first_message=answered) as (read_stream, write_stream):
+                await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     anyio.run(serve)
-
-
-def _logged(work: Callable[[], None]) -> Callable[[], None]:
-    def run() -> None:
-        try:
-            work()
-        except Exception:
-            logger.exception("start-up work after the handshake failed")
-
-    return run
+    if stopped:
+        print(stopped[0].message, file=sys.stderr)
+        return stopped[0].code
+    return 0
 
 
 def stdio_streams(after_first_message: Callable[[], None] = lambda: None) -> AbstractAsyncContextManager[Any]:
