@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Iterator
 
 from repo_sandbox.audit.keys import mask_private_keys
-from repo_sandbox.audit.patterns import RULES, SecretRule, is_mask, mask_for
+from repo_sandbox.audit.labels import is_mask, mask_for
+from repo_sandbox.audit.patterns import RULES, SecretRule
 from repo_sandbox.audit.screen import SCREEN
 
 

@@ -13,6 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from repo_sandbox.audit.labels import is_mask, mask_for
+
+__all__ = ["RULES", "SecretRule", "is_mask", "mask_for", "rule"]
+
 _B: Final = r"(?<![A-Za-z0-9_])"
 """Left boundary: the token does not continue a longer word."""
 
@@ -36,18 +40,6 @@ _CODE_WORDS: Final = frozenset(
 _DOTTED: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLACEHOLDER_STARTS: Final = ("$", "%(", "{", "<", "/", "~/", "./", "../", "@")
-
-
-def mask_for(kind: str, secret: str) -> str:
-    """`[REDACTED:kind]`, or a shorter mask when that would be longer than the secret."""
-    for mask in (f"[REDACTED:{kind}]", "[REDACTED]", "***"):
-        if len(mask) <= len(secret):
-            return mask
-    return "*" * len(secret)
-
-
-def is_mask(value: str) -> bool:
-    return value.startswith("[REDACTED") or (bool(value) and value.strip("*") == "")
 
 
 @dataclass(frozen=True, slots=True)

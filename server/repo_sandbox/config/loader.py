@@ -146,6 +146,8 @@ def load_settings(
         sources[(section, key)] = f"--{key.replace('_', '-')}"
         if (section, key) == ("workspace", "root"):
             root_base = cwd
+    if exec_check_later:
+        merged.setdefault("exec", {})  # validated here with the context (a default would be built without it)
     try:
         settings = Settings.model_validate(merged, context={EXEC_CHECK_LATER: exec_check_later})
     except ValidationError as exc:
