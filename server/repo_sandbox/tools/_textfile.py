@@ -12,7 +12,7 @@ SNIFF_BYTES: Final = 8192
 CHUNK_BYTES: Final = 1024 * 1024
 WHOLE_FILE_BYTES: Final = CHUNK_BYTES
 """Files up to this size are read into memory at once; larger ones are streamed in chunks."""
-LINE_SEEK_BLOCK: Final = 8192
+LINE_SEEK_BLOCKS: Final = (8192, 256)
 NEWLINE: Final = ord("\n")
 UTF8_BOM: Final = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark some editors write first; it is not part of the text."""
@@ -62,19 +62,20 @@ def count_lines_in(data: bytes) -> int:
 
 def after_newlines(data: bytes, start: int, count: int) -> int:
     """Offset just after the `count`th newline from `start` (len(data) when there are fewer): the start of
-    line `count + 1` when `start` is 0, the end of `count` lines from `start`."""
+    line `count + 1` when `start` is 0, the end of `count` lines from `start`. Whole blocks are skipped by
+    counting their newlines (large blocks, then small ones), only the last few lines one by one."""
     position, to_skip = start, count
-    while to_skip:
-        block_end = min(position + LINE_SEEK_BLOCK, len(data))
-        in_block = data.count(b"\n", position, block_end)
-        if in_block < to_skip:  # skip whole blocks by counting, not line by line
+    for block in LINE_SEEK_BLOCKS:
+        while to_skip:
+            block_end = min(position + block, len(data))
+            in_block = data.count(b"\n", position, block_end)
+            if in_block >= to_skip:
+                break
             if block_end == len(data):
                 return len(data)
             position, to_skip = block_end, to_skip - in_block
-            continue
-        for _ in range(to_skip):
-            position = data.index(b"\n", position) + 1
-        to_skip = 0
+    for _ in range(to_skip):
+        position = data.index(b"\n", position) + 1
     return position
 
 
