@@ -37,7 +37,8 @@ def _anchored(hint: str, follow: str | None) -> tuple[str, str]:
     starting at the hint's rarest character; the part of the hint before it is checked by a lookbehind."""
     index = max(range(len(hint)), key=lambda i: (_rareness(hint[i]), -i))
     before, anchor, after = hint[:index], hint[index], hint[index + 1 :]
-    rest = (f"(?<={re.escape(before + anchor)})" if before else "") + re.escape(after)
+    # The characters after the anchor first (plain comparisons), the lookbehind (a nested match) last.
+    rest = re.escape(after) + (f"(?<={re.escape(hint)})" if before else "")
     return anchor, rest + (f"(?={follow})" if follow is not None else "")
 
 
