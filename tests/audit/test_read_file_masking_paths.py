@@ -13,6 +13,7 @@ import pytest
 
 from repo_sandbox.audit.known import KnownSecrets
 from repo_sandbox.audit.output import TextMasker, _may_show_key_material, mask_read_file, private_key_spans
+from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.workspace import Workspace
 
 KEY_LIKE = "    'ArgumentDefaultsHelpFormatter',"
@@ -118,3 +119,23 @@ def test_key_spans_are_found_in_small_and_mapped_files(ws: Workspace, monkeypatc
     small = private_key_spans(ws, "key_block.py")
     monkeypatch.setattr("repo_sandbox.audit.output.READ_WHOLE_BYTES", 0)  # every file through a memory map
     assert private_key_spans(ws, "key_block.py") == small == [(2, 4, True)]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("offset", [1, 2])
+async def test_a_key_whose_begin_line_is_cut_from_the_page_is_masked(
+    tmp_path: Path, make_settings: Any, offset: int
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    begin = "x = 1  # " + "padding " * 20 + "-----BEGIN RSA PRIVATE KEY-----"  # the marker is past the cut
+    (root / "conf.py").write_text("\n".join([begin, *KEY_BODY, "-----END RSA PRIVATE KEY-----", ""]))
+    ws = Workspace(make_settings(root, limits={"max_line_chars": 80}))
+    try:
+        outcome = await build_pipeline(ws).call("read_file", {"path": "conf.py", "offset": offset, "limit": 3})
+    finally:
+        ws.close()
+    content = outcome.payload["content"]
+    assert "PRIVATE KEY" not in content and "[line cut:" in content or offset > 1
+    assert not any(body in content for body in KEY_BODY)
+    assert content.count("[REDACTED:private_key]") == 3 - (offset == 1)

@@ -53,6 +53,8 @@ class TextMasker:
         return mask_key_lines(lines, terminated=terminated, found=self.found)
 
 
+CUT_MARK: Final = "... ["
+"""Begins both markers of a cut line (`... [line cut: ...]`, `... [cut to fit the output limit]`)."""
 READ_WHOLE_BYTES: Final = 1024 * 1024
 """Files up to this size are scanned for key blocks from one read; larger ones through a memory map."""
 
@@ -127,13 +129,20 @@ def _mask_lines_in_spans(lines: list[str], first_line: int, spans: list[LineSpan
     return result
 
 
+def _may_lie_in_a_key_block(payload: dict[str, Any], content: str) -> bool:
+    """Whether a line of this page may lie inside a key block of the file. Not when the page starts at line 1,
+    shows every line whole and has no "PRIVATE KEY": a block's lines follow its BEGIN line, which would be
+    in the page, whole (the marker is ASCII, on one line), so the page would show the marker."""
+    return payload["start_line"] > 1 or "PRIVATE KEY" in content or CUT_MARK in content
+
+
 def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
     content: str = payload["content"]
     key_like = _may_show_key_material(content)
     if not key_like and "PRIVATE KEY" not in content:  # no rule needs the `cat -n` prefixes taken off
         payload["content"] = mask(content)
         return
-    spans = private_key_spans(ws, payload["path"]) if key_like else []
+    spans = private_key_spans(ws, payload["path"]) if key_like and _may_lie_in_a_key_block(payload, content) else []
     if not spans and not could_mask(content):
         # No key block in the file, and no rule can match these lines: not with their `cat -n` prefixes,
         # nor without (a rule's hint lies within one line's text, so it would be found either way).
