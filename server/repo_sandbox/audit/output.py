@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from repo_sandbox.audit.keys import PEM_MARKER_BYTES, mask_key_lines, mask_private_keys
 from repo_sandbox.audit.known import KnownSecrets
-from repo_sandbox.audit.masking import could_mask, mask_text
+from repo_sandbox.audit.masking import apply_rules, could_mask, mask_text
 from repo_sandbox.errors import SandboxError
 
 if TYPE_CHECKING:
@@ -41,6 +41,10 @@ class TextMasker:
 
     def __call__(self, text: str, *, private_keys: bool = True) -> str:
         return self.remembered(mask_text(text, self.counts, self.found, private_keys=private_keys))
+
+    def unscreened(self, text: str) -> str:
+        """`self(text)` for text without a key marker that `masking.could_mask` let through (not screened again)."""
+        return self.remembered(apply_rules(text, None, self.counts, self.found))
 
     def remembered(self, text: str) -> str:
         """Only the remembered secrets masked (for text that `masking.could_mask` cleared)."""
@@ -137,17 +141,26 @@ def _may_lie_in_a_key_block(payload: dict[str, Any], content: str) -> bool:
 
 
 def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
+    """Mask a page of `cat -n` numbered (or bare) lines. The rules run on the bare lines, with the key blocks of
+    the file masked first, unless a shorter way is known to give the same text:
+    - no rule can match and no key block reaches the page: only remembered secrets are masked;
+    - no line looks like key material and no key marker is shown: the rules run on the numbered lines."""
     content: str = payload["content"]
-    key_like = _may_show_key_material(content)
-    if not key_like and "PRIVATE KEY" not in content:  # no rule needs the `cat -n` prefixes taken off
-        payload["content"] = mask(content)
+    key_marker = "PRIVATE KEY" in content
+    if not could_mask(content):  # no rule can match these lines, with their prefixes or without
+        if not (_may_lie_in_a_key_block(payload, content) and _may_show_key_material(content)):
+            payload["content"] = mask.remembered(content)
+            return
+        spans = private_key_spans(ws, payload["path"])
+        if not spans:
+            payload["content"] = mask.remembered(content)
+            return
+    elif not key_marker and not _may_show_key_material(content):  # no rule needs the prefixes taken off
+        payload["content"] = mask.unscreened(content)
         return
-    spans = private_key_spans(ws, payload["path"]) if key_like and _may_lie_in_a_key_block(payload, content) else []
-    if not spans and not could_mask(content):
-        # No key block in the file, and no rule can match these lines: not with their `cat -n` prefixes,
-        # nor without (a rule's hint lies within one line's text, so it would be found either way).
-        payload["content"] = mask.remembered(content)
-        return
+    else:
+        key_like = not key_marker or _may_show_key_material(content)
+        spans = private_key_spans(ws, payload["path"]) if key_like and _may_lie_in_a_key_block(payload, content) else []
     numbered = not (isinstance(arguments, dict) and arguments.get("line_numbers") is False)  # pyright: ignore[reportUnknownMemberType]
     prefixes: list[str] = []
     bodies: list[str] = []
