@@ -12,20 +12,12 @@ import pytest
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.config.model import Settings
 from repo_sandbox.workspace import Workspace
+from tree_files import write
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def write(path: Path, content: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
