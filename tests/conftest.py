@@ -53,11 +53,26 @@ def make_settings() -> SettingsFactory:
     return factory
 
 
+WorkspaceFactory = Callable[..., Workspace]
+
+
 @pytest.fixture
-def workspace(repo: Path, make_settings: SettingsFactory) -> Iterator[Workspace]:
-    ws = Workspace(make_settings(repo))
-    yield ws
-    ws.close()
+def make_workspace(make_settings: SettingsFactory) -> Iterator[WorkspaceFactory]:
+    """Workspaces over any root (settings sections as keyword dicts), all closed after the test."""
+    made: list[Workspace] = []
+
+    def factory(root: Path | str, **sections: dict[str, Any]) -> Workspace:
+        made.append(Workspace(make_settings(root, **sections)))
+        return made[-1]
+
+    yield factory
+    for ws in made:
+        ws.close()
+
+
+@pytest.fixture
+def workspace(repo: Path, make_workspace: WorkspaceFactory) -> Workspace:
+    return make_workspace(repo)
 
 
 @pytest.fixture(autouse=True)
