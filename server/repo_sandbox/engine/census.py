@@ -22,11 +22,12 @@ from repo_sandbox.tools._glob import Glob
 from repo_sandbox.tools._results import is_presentable
 from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
 from repo_sandbox.tools._walk import UNREAD_IGNORE_FILE, FileEntry, Walk
+from repo_sandbox.tree import facts
 from repo_sandbox.workspace import Workspace
 
-TEXT: Final = 0
-BINARY: Final = 1
-TOO_LARGE: Final = 2
+TEXT: Final = facts.TEXT
+BINARY: Final = facts.BINARY
+TOO_LARGE: Final = facts.TOO_LARGE
 
 _UNSHARED_CHARS: Final = frozenset("\\[]?{}")
 
@@ -132,17 +133,21 @@ class Census:
     def _kind(self, walk: Walk, entry: FileEntry, max_bytes: int) -> int | None:
         """The file's kind, or None when the walk's policy refuses it (not a regular file, hard-linked)."""
         try:
-            info = entry.entry.stat(follow_symlinks=False)
+            info = entry.stat()
         except OSError:
             return None
         if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not walk.jail.allow_hard_links):
             return None
         if info.st_size > max_bytes:
             return TOO_LARGE
-        key = _identity(info)
-        known = self.known.get(entry.rel_path)
-        if known is not None and known[0] == key:
-            return known[1]
+        if entry.facts is not None:
+            remembered = facts.recall(entry.facts, entry.slot, info)
+            if remembered is not None:
+                return remembered[0]
+        else:
+            known = self.known.get(entry.rel_path)
+            if known is not None and known[0] == _identity(info):
+                return known[1]
         opened = walk.open_file_stat(entry)
         if opened is None:
             return None
@@ -155,7 +160,9 @@ class Census:
             os.close(fd)
         # As git's racy-clean rule: a file changed in the last moments may change again within the same
         # timestamp tick without its identity showing it, so its kind is not remembered yet.
-        if len(self.known) < MAX_KNOWN and time.time_ns() - info.st_ctime_ns > RACY_NS:
+        if entry.facts is not None:
+            facts.remember(entry.facts, entry.slot, info, kind, racy_ns=RACY_NS)
+        elif len(self.known) < MAX_KNOWN and time.time_ns() - info.st_ctime_ns > RACY_NS:
             self.known[entry.rel_path] = (_identity(info), kind)
         return kind
 
