@@ -16,7 +16,7 @@ from repo_sandbox.tools import _walk
 from repo_sandbox.tools._walk import Walk
 from repo_sandbox.tree import build, node
 from repo_sandbox.tree.index import TreeIndex
-from repo_sandbox.tree.walk import IndexedWalk
+from repo_sandbox.tree.walk import IndexedWalk, file_runs
 from repo_sandbox.tree.watch import Subscription, WatchHub
 from repo_sandbox.workspace import Workspace
 
@@ -83,8 +83,10 @@ def live_outcome(ws: Workspace, path: str = ".", *, hidden: bool = False, ignore
 
 def runs_of(ws: Workspace, path: str = ".") -> list[str] | None:
     with ws.walk(path, include_hidden=False, include_ignored=False) as walk:
-        runs = walk.indexed_runs()
-        return None if runs is None else [prefix + name for prefix, _, names in runs for name in names]
+        snapshot = walk.indexed_snapshot()
+        if snapshot is None:
+            return None
+        return [prefix + name for prefix, _, names in file_runs(snapshot, walk.start_rel) for name in names]
 
 
 def the_index(ws: Workspace) -> TreeIndex:

@@ -15,10 +15,14 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.policy.gitignore import IgnoreRules
 from repo_sandbox.policy.paths import Jail
+
+if TYPE_CHECKING:
+    from repo_sandbox.tree.index import Snapshot
 
 IGNORE_FILES = (".gitignore", ".ignore")
 """Per-directory ignore files, lowest precedence first."""
@@ -55,6 +59,23 @@ class FileEntry:
     def stat(self) -> os.stat_result:
         """The file's `lstat`, relative to its directory's fd (raises OSError if it vanished)."""
         return os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
+
+
+@dataclass(slots=True)
+class Run:
+    """Consecutive regular files of one directory, in walk order. `dir_fd` is valid until the iterator advances."""
+
+    dir_fd: int
+    prefix: str
+    """The directory's root-relative path and '/' ('' for the root): a file's path is `prefix + name`."""
+    walk_prefix: str
+    """The same relative to where the walk started (what globs match against)."""
+    names: list[str]
+    facts: bytearray | None
+    """Where a tree index remembers facts about these files (see `FileEntry`), from slot `first_slot` on."""
+    first_slot: int
+    listing: str | None = None
+    """The tree index's listing of all the directory's files ('/'-joined, slot order), when it has one."""
 
 
 def _read_small_file(dir_fd: int, name: str) -> str | None:
@@ -250,6 +271,7 @@ class Frame:
     own_fd: bool
     facts: bytearray | None = None
     """Where a tree index remembers facts about this directory's files, by file slot (see `FileEntry`)."""
+    listing: str | None = None
     next_index: int = 0
     next_slot: int = 0
 
@@ -306,8 +328,12 @@ class Walk:
 
     def open_file_stat(self, entry: FileEntry) -> tuple[int, os.stat_result] | None:
         """As `open_file`, also returning the `fstat` of the opened file."""
+        return self.open_at(entry.dir_fd, entry.name)
+
+    def open_at(self, dir_fd: int, name: str) -> tuple[int, os.stat_result] | None:
+        """As `open_file_stat`, for the file `name` of a run's directory."""
         try:
-            fd = os.open(entry.name, _FILE_FLAGS, dir_fd=entry.dir_fd)
+            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
         except OSError:
             return None
         try:
@@ -320,9 +346,9 @@ class Walk:
             return None
         return fd, info
 
-    def indexed_runs(self) -> Iterator[tuple[str, str, list[str]]] | None:
-        """The walk's files without opening anything, as `tree.walk.file_runs` yields them, when a tree index
-        can list them exactly (then `truncated` is set, the ignore flags are not); else None."""
+    def indexed_snapshot(self) -> Snapshot | None:
+        """A tree index snapshot that lists this walk's files exactly (`tree.walk.file_runs(snapshot,
+        start_rel)`), without opening anything; then `truncated` is set (the ignore flags are not). Else None."""
         return None
 
     def _listing(self, fd: int, rel: str, ignores: IgnoreStack) -> Listing:
@@ -343,23 +369,36 @@ class Walk:
         return Frame(fd, rel, walk_prefix, listing.ignores, depth, listing.kept, own_fd)
 
     def __iter__(self) -> Iterator[FileEntry]:
+        for run in self.runs():
+            prefix, walk_prefix, fd, facts, slot = run.prefix, run.walk_prefix, run.dir_fd, run.facts, run.first_slot
+            for offset, name in enumerate(run.names):
+                yield FileEntry(prefix + name, walk_prefix + name, name, fd, facts, slot + offset)
+
+    def runs(self) -> Iterator[Run]:
+        """The walk's files in runs of consecutive files of one directory (cheaper than one entry per file)."""
         frames = [self._frame(self.start_fd, self.start_rel, "", self._ancestor_ignores(), 0, own_fd=False)]
         try:
             while frames and not self._stopped:
                 frame = frames[-1]
-                if frame.next_index >= len(frame.kept):
+                kept, index, count = frame.kept, frame.next_index, len(frame.kept)
+                if index >= count:
                     frames.pop()
                     if frame.own_fd:
                         os.close(frame.fd)
                     continue
-                name, is_dir = frame.kept[frame.next_index]
-                frame.next_index += 1
-                walk_rel = frame.walk_prefix + name
-                if not is_dir:
-                    rel = name if frame.rel == "." else f"{frame.rel}/{name}"
-                    frame.next_slot += 1
-                    yield FileEntry(rel, walk_rel, name, frame.fd, frame.facts, frame.next_slot - 1)
+                names: list[str] = []
+                while index < count and not kept[index][1]:
+                    names.append(kept[index][0])
+                    index += 1
+                if names:
+                    frame.next_index = index
+                    frame.next_slot += len(names)
+                    prefix = "" if frame.rel == "." else frame.rel + "/"
+                    first = frame.next_slot - len(names)
+                    yield Run(frame.fd, prefix, frame.walk_prefix, names, frame.facts, first, frame.listing)
                     continue
+                name = kept[index][0]
+                frame.next_index = index + 1
                 if frame.depth + 1 >= self.options.max_depth:
                     self.truncated = True
                     continue
@@ -367,7 +406,7 @@ class Walk:
                 if child_fd is not None:
                     child_rel = name if frame.rel == "." else f"{frame.rel}/{name}"
                     child = self._frame(
-                        child_fd, child_rel, walk_rel + "/", frame.ignores, frame.depth + 1, own_fd=True
+                        child_fd, child_rel, f"{frame.walk_prefix}{name}/", frame.ignores, frame.depth + 1, own_fd=True
                     )
                     frames.append(child)
         finally:

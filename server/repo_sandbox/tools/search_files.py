@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
@@ -9,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from repo_sandbox.tools._glob import Glob, compile_glob
 from repo_sandbox.tools._results import OutputMeter, Paged, is_presentable, page_offsets
+from repo_sandbox.tree.walk import file_runs
 from repo_sandbox.workspace import Workspace
 
 DESCRIPTION = """Find files in the repository by glob pattern; returns paths relative to the root.
@@ -23,6 +25,12 @@ server's walk limit was reached: narrow `path`. sort="modified" lists the newest
 Example: {"pattern": "**/test_*.py", "path": "tests"}
 Common mistake: using execute_bash with `find` or `ls -R`; this tool is faster and already filtered.
 """
+
+
+REMEMBERED_PATHS = 50_000
+"""Larger listings are not kept for the next page (about 100 bytes a path)."""
+_PLAIN_JSON = re.compile(r"[ !#-\[\]-~]*")
+"""Printable ASCII without '"' and '\\': characters JSON writes as themselves (one byte each)."""
 
 
 class SearchFilesArgs(BaseModel):
@@ -95,9 +103,15 @@ def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
     limit = min(args.limit, ws.limits.max_results)
     found: list[str] = []
     with ws.walk(args.path, include_hidden=args.include_hidden, include_ignored=args.include_ignored) as walk:
-        runs = walk.indexed_runs() if args.sort == "path" else None
-        if runs is not None:
-            found = _listed(runs, glob)
+        snapshot = walk.indexed_snapshot() if args.sort == "path" else None
+        if snapshot is not None:  # the same listing answers the same question (pages of one search, repeats)
+            key = ("search_files", walk.start_rel, glob.pattern)
+            remembered: list[str] | None = snapshot.derived.get(key)
+            if remembered is None:
+                remembered = _listed(file_runs(snapshot, walk.start_rel), glob)
+                if len(remembered) <= REMEMBERED_PATHS:
+                    snapshot.remember(key, remembered)
+            found = remembered
         else:
             dated: list[tuple[float, str]] = []
             for entry in walk:
@@ -116,8 +130,10 @@ def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
     meter = OutputMeter(ws.limits.max_output_bytes)
     files: list[str] = []
     consumed = 0
-    for rel in found[args.offset : args.offset + limit]:
-        cost = OutputMeter.item_cost(rel)
+    page = found[args.offset : args.offset + limit]
+    plain = _PLAIN_JSON.fullmatch("".join(page)) is not None
+    for rel in page:
+        cost = len(rel) + 4 if plain else OutputMeter.item_cost(rel)  # a plain string: quotes and ", " added
         if cost <= meter.limit:  # a path longer than a whole page is skipped, so paging always advances
             if not meter.try_add(cost):
                 break

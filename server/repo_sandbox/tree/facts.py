@@ -6,7 +6,7 @@ time. Any write, truncation, rename over it, chmod or new hard link changes one 
 same clock tick as the stat that was remembered: as in git's racy-clean rule, facts about a file changed
 less than `RACY_NS` before it was read are not remembered at all.
 
-Facts live in one `bytearray` per directory, a fixed-size record per file slot (48 bytes, no object per
+Facts live in one `bytearray` per directory, a fixed-size record per file slot (40 bytes, no object per
 file), so that the index of a large repository stays small. A record is written with one `pack_into` (a
 single C call under the GIL: readers never see half a record); an all-zero record is unknown (no file has
 inode 0).
@@ -29,8 +29,10 @@ UNKNOWN_LINES: Final = -1
 RACY_NS = watch.RACY_NS
 """Facts of files changed less than this long ago (ns) are not remembered."""
 
-_RECORD: Final = struct.Struct("<QQQqqq")
-"""dev, ino, size, mtime_ns, ctime_ns, (lines + 1) << 2 | kind (lines + 1 == 0: not counted)."""
+_RECORD: Final = struct.Struct("<QQqqII")
+"""ino, size, mtime_ns, ctime_ns, dev, (lines + 1) << 2 | kind (lines + 1 == 0: not counted). Files whose
+device number or line count does not fit 32 bits are not remembered."""
+_MAX_PACKED: Final = 0xFFFFFFFF
 RECORD_BYTES: Final = _RECORD.size
 
 
@@ -40,7 +42,7 @@ def new_facts(count: int) -> bytearray:
 
 def recall(facts: bytearray, slot: int, info: os.stat_result) -> tuple[int, int] | None:
     """(kind, lines or UNKNOWN_LINES) remembered for this file at this identity, else None."""
-    dev, ino, size, mtime, ctime, packed = _RECORD.unpack_from(facts, slot * RECORD_BYTES)
+    ino, size, mtime, ctime, dev, packed = _RECORD.unpack_from(facts, slot * RECORD_BYTES)
     if (
         ino != info.st_ino
         or mtime != info.st_mtime_ns
@@ -65,15 +67,11 @@ def remember(
     unless it changed too recently for its identity to show the next change."""
     if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) <= (RACY_NS if racy_ns is None else racy_ns):
         return
+    packed = (lines + 1) << 2 | kind
+    if packed > _MAX_PACKED or info.st_dev > _MAX_PACKED:
+        return
     _RECORD.pack_into(
-        facts,
-        slot * RECORD_BYTES,
-        info.st_dev,
-        info.st_ino,
-        info.st_size,
-        info.st_mtime_ns,
-        info.st_ctime_ns,
-        (lines + 1) << 2 | kind,
+        facts, slot * RECORD_BYTES, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_dev, packed
     )
 
 

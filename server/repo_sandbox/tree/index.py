@@ -24,9 +24,9 @@ import ctypes
 import os
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final, Literal
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, Literal
 
 from repo_sandbox.policy.paths import Jail
 from repo_sandbox.tools._walk import IgnoreStack, WalkOptions, stamp_at
@@ -71,6 +71,17 @@ class Snapshot:
     """A directory was not entered (depth cap, out of descriptors): a walk from the root is truncated."""
     with_ignores: tuple[Node, ...]
     retry: tuple[str, ...]
+    derived: dict[Hashable, Any] = field(default_factory=dict[Hashable, Any], compare=False)
+    """What callers computed from this snapshot alone (`remember`): valid as long as the snapshot is."""
+
+    MAX_DERIVED: ClassVar[int] = 8
+
+    def remember(self, key: Hashable, value: object) -> None:
+        """Keep something computed from this snapshot's listings alone (never from file contents or time
+        stamps, which the snapshot does not vouch for), for as long as the snapshot is current."""
+        if len(self.derived) >= self.MAX_DERIVED:
+            self.derived.pop(next(iter(self.derived)), None)
+        self.derived[key] = value
 
 
 class TreeIndex:
@@ -83,7 +94,8 @@ class TreeIndex:
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._subscription: Subscription | None = None
-        self._by_wd: dict[int, set[str]] = {}
+        self._by_wd: dict[int, str | set[str]] = {}
+        """The directories each watch descriptor stands for (one, unless a directory is mounted twice)."""
         self._watch_lost = False
         self._watch_again_at = 0.0
         self._too_large_until = 0.0
@@ -133,16 +145,24 @@ class TreeIndex:
         if wd < 0:
             self._watch_lost = True
         else:
-            self._by_wd.setdefault(wd, set()).add(rel)
+            held = self._by_wd.get(wd)
+            if held is None:
+                self._by_wd[wd] = rel
+            elif isinstance(held, set):
+                held.add(rel)
+            elif held != rel:
+                self._by_wd[wd] = {held, rel}
         return wd
 
     def _unwatch(self, node: Node) -> None:
         if node.wd < 0 or self._subscription is None:
             return
         self._subscription.remove(node.wd)
-        holders = self._by_wd.get(node.wd)
-        if holders is not None:
-            holders.discard(node.rel)
+        held = self._by_wd.get(node.wd)
+        if held == node.rel:
+            del self._by_wd[node.wd]
+        elif isinstance(held, set):
+            held.discard(node.rel)
 
     def _builder(self, nodes: dict[str, Node], previous: Mapping[str, Node]) -> Builder:
         return Builder(self.jail, self.options, nodes, previous, self._watch, self._unwatch)
@@ -170,7 +190,11 @@ class TreeIndex:
                 self._watch_again_at = time.monotonic() + BUSY_RETRY_S
                 return
             for wd in wds:
-                dirty |= self._by_wd.get(wd, set())
+                held = self._by_wd.get(wd)
+                if isinstance(held, str):
+                    dirty.add(held)
+                elif held is not None:
+                    dirty |= held
         elif self.hub is not None and time.monotonic() >= self._watch_again_at:
             self._rebuild(snapshot.nodes)
             return

@@ -34,7 +34,7 @@ class IndexedWalk(Walk):
             self.ignore_lines.extend(ancestor.ignore_lines)
         return start.inherited
 
-    def indexed_runs(self) -> Iterator[tuple[str, str, list[str]]] | None:
+    def indexed_snapshot(self) -> Snapshot | None:
         start = self.snapshot.nodes.get(self.start_rel)
         if start is None or (self.start_rel != "." and self.snapshot.truncated):
             return None  # a walk from below the root has its own depth cap: the index's cuts are not its cuts
@@ -45,7 +45,7 @@ class IndexedWalk(Walk):
         if (info.st_dev, info.st_ino) != start.ident:
             return None
         self.truncated = self.snapshot.truncated
-        return file_runs(self.snapshot, self.start_rel)
+        return self.snapshot
 
     def _frame(self, fd: int, rel: str, walk_prefix: str, ignores: IgnoreStack, depth: int, *, own_fd: bool) -> Frame:
         node = self.snapshot.nodes.get(rel)
@@ -61,7 +61,7 @@ class IndexedWalk(Walk):
                 self.entries_seen += node.entries
                 self.saw_rgignore |= node.rgignore
                 self.ignore_lines.extend(node.ignore_lines)
-                return Frame(fd, rel, walk_prefix, node.ignores, depth, node.kept(), own_fd, node.facts)
+                return Frame(fd, rel, walk_prefix, node.ignores, depth, node.kept(), own_fd, node.facts, node.files)
         return super()._frame(fd, rel, walk_prefix, ignores, depth, own_fd=own_fd)
 
 

@@ -116,7 +116,8 @@ class WatchHub:
         self._libc = libc
         self._fd = fd
         self._lock = threading.Lock()
-        self._holders: dict[int, set[Subscription]] = {}
+        self._holders: dict[int, tuple[Subscription, ...]] = {}
+        """Who holds each watch descriptor (a tuple: mostly one holder, and a set costs 200 bytes a watch)."""
         self._subscriptions: set[Subscription] = set()
 
     @classmethod
@@ -147,7 +148,9 @@ class WatchHub:
                 return -1
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), mask)
             if wd >= 0:
-                self._holders.setdefault(wd, set()).add(subscription)
+                holders = self._holders.get(wd, ())
+                if subscription not in holders:
+                    self._holders[wd] = (*holders, subscription)
             return wd
 
     def unwatch_for(self, subscription: Subscription, wd: int) -> None:
@@ -155,8 +158,10 @@ class WatchHub:
             holders = self._holders.get(wd)
             if holders is None:
                 return
-            holders.discard(subscription)
-            if not holders:
+            holders = tuple(holder for holder in holders if holder is not subscription)
+            if holders:
+                self._holders[wd] = holders
+            else:
                 del self._holders[wd]
                 if self._fd >= 0:
                     self._libc.inotify_rm_watch(self._fd, wd)  # fails harmlessly if the kernel dropped it
