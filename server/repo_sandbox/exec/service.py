@@ -34,15 +34,17 @@ from repo_sandbox.errors import (
 )
 from repo_sandbox.exec.approval import obtain_approval
 from repo_sandbox.exec.gitenv import GitHardening
+from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
 from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, stderr_cap, stdout_cap
 from repo_sandbox.exec.parse import parse_command
-from repo_sandbox.exec.runner import TAG_VARIABLE, run_pipeline
+from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
 from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, stage_command
 from repo_sandbox.exec.selection import rejected, sandbox_info, sandbox_report, warning
 from repo_sandbox.exec.view import ViewCache
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
+from repo_sandbox.policy.git import GitRule, exclusion_pathspecs
 from repo_sandbox.policy.operands import JailPaths
 from repo_sandbox.workspace import Workspace
 
@@ -53,10 +55,18 @@ REPORTED_LIMITS: Final = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class Built:
+    """The sandboxed stages; `check` when a git stage got fewer exclusions (see `exec.gitexcludes`)."""
+
+    stages: list[StageCommand]
+    check: PruneCheck | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Planned:
     evaluation: Evaluation
     cwd: str
-    stages: list[StageCommand] | None
+    built: Built | None
     tmp: str
     per_call: bool
 
@@ -70,12 +80,17 @@ class ExecService:
         self.policy = CommandPolicy.from_config(self.config, workspace.settings.workspace.effective_deny)
         self.views = ViewCache(workspace.jail)
         self.git = GitHardening(workspace.root, shutil.which("git", path=SYSTEM_PATH))
+        git_rule = self.policy.rules.get("git")
+        tail = exclusion_pathspecs(git_rule.deny_patterns) if isinstance(git_rule, GitRule) else ()
+        git_dir = os.path.join(workspace.root, ".git")
+        self.excludes = ExcludePruner(tail, git_dir, self.git.git_binary, self._host_git_env)
         self._state_dir: str | None = None
         self._sandbox_audited = False
         workspace.on_close.append(self.close)
 
     def close(self) -> None:
         self.views.close()
+        self.excludes.close()
         if self._state_dir is not None:
             shutil.rmtree(self._state_dir, ignore_errors=True)
             self._state_dir = None
@@ -164,9 +179,14 @@ class ExecService:
         )
 
     def build(
-        self, evaluation: Evaluation, cwd_rel: str, backend: Backend, tmp: str, tag: str, timeout_s: float
-    ) -> list[StageCommand]:
-        """The sandboxed command of every stage. Blocking (scans the repository view, reads git config)."""
+        self, evaluation: Evaluation, cwd_rel: str, backend: Backend, tmp: str, tag: str, timeout_s: float,
+        *, prune: bool = True,
+    ) -> Built:  # fmt: skip
+        """The sandboxed command of every stage. Blocking (scans the repository view, reads git config).
+
+        `prune`: give git stages only the deny-list exclusions that can match something (`exec.gitexcludes`;
+        never without an OS sandbox, where the working tree's denied entries are in plain sight).
+        """
         view = self.views.current()
         if not view.complete:
             raise SandboxFailedError(
@@ -176,10 +196,15 @@ class ExecService:
         host_cwd = root if cwd_rel == "." else os.path.join(root, cwd_rel)
         base_env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", TAG_VARIABLE: tag}
         commands: list[StageCommand] = []
+        check: PruneCheck | None = None
         for plan in evaluation.plans:
             env = {**base_env, **plan.env, **(self.git.env() if plan.needs_git_dir else {})}
+            args = plan.args
+            if plan.needs_git_dir and prune and backend is not Backend.NONE and "GIT_DIR" in env:
+                args, pruned = self.excludes.prune(args, view)
+                check = check or pruned
             command = stage_command(
-                backend, plan.binary, plan.args, view=view, cwd=host_cwd, env=env, tmp=tmp,
+                backend, plan.binary, args, view=view, cwd=host_cwd, env=env, tmp=tmp,
                 limits=self._limits(timeout_s), network=self.config.network, git=plan.needs_git_dir,
             )  # fmt: skip
             if command is None:
@@ -193,7 +218,11 @@ class ExecService:
                     rule="installed programs",
                 )
             commands.append(command)
-        return commands
+        return Built(commands, check)
+
+    def _host_git_env(self) -> dict[str, str]:
+        """The hardened environment for the git runs of `exec.gitnames` (on the host, reading only)."""
+        return {"PATH": SYSTEM_PATH, "HOME": "/nonexistent", "LANG": "C.UTF-8", **self.git.env()}
 
     def timeout_for(self, requested: float | None) -> float:
         limits = self.workspace.limits
@@ -238,12 +267,12 @@ class ExecService:
         if evaluation.decision is Decision.ASK:
             return Planned(evaluation, cwd_rel, None, tmp, per_call)
         try:
-            stages = self.build(evaluation, cwd_rel, backend, tmp, tag, timeout_s)
+            built = self.build(evaluation, cwd_rel, backend, tmp, tag, timeout_s)
         except BaseException:
             if per_call:
                 shutil.rmtree(tmp, ignore_errors=True)
             raise
-        return Planned(evaluation, cwd_rel, stages, tmp, per_call)
+        return Planned(evaluation, cwd_rel, built, tmp, per_call)
 
     async def execute(
         self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, extras: dict[str, Any]
@@ -252,28 +281,25 @@ class ExecService:
         timeout_s = self.timeout_for(timeout_s)
         tag = f"{session_id}-{uuid.uuid4().hex[:12]}"
         planned = await anyio.to_thread.run_sync(self.plan, command, cwd, tag, timeout_s)
+
+        def rebuild(prune: bool) -> Built:
+            return self.build(planned.evaluation, planned.cwd, self.backend(), planned.tmp, tag, timeout_s, prune=prune)
+
         try:
-            stages = planned.stages
-            if stages is None:
+            built = planned.built
+            if built is None:
                 await obtain_approval(
                     self.workspace.audit, self.policy.ask, command, planned.evaluation, planned.cwd, extras
                 )
-                stages = await anyio.to_thread.run_sync(
-                    lambda: self.build(planned.evaluation, planned.cwd, self.backend(), planned.tmp, tag, timeout_s)
-                )
+                built = await anyio.to_thread.run_sync(rebuild, True)
             started = time.perf_counter()
-            max_output = self.workspace.limits.max_output_bytes
             try:
-                try:
-                    result = await run_pipeline(
-                        stages, timeout_s=timeout_s, stdout_cap=stdout_cap(max_output),
-                        stderr_cap=stderr_cap(max_output), drain_limit=DRAIN_LIMIT, tag=tag,
-                    )  # fmt: skip
-                except OSError as exc:
-                    raise SandboxFailedError(
-                        f"The sandbox could not start the command ({type(exc).__name__}).", sandbox=str(self.backend())
-                    ) from None
-                return shape_outcome(result, self.backend(), timeout_s, max_output)
+                result = await self._run(built.stages, timeout_s, tag)
+                if built.check is not None and not await anyio.to_thread.run_sync(
+                    self.excludes.unchanged, built.check, self.views
+                ):  # the repository moved while git ran: run it again with every exclusion
+                    result = await self._run((await anyio.to_thread.run_sync(rebuild, False)).stages, timeout_s, tag)
+                return shape_outcome(result, self.backend(), timeout_s, self.workspace.limits.max_output_bytes)
             except SandboxError as exc:
                 exc.details.setdefault("duration_ms", round((time.perf_counter() - started) * 1000, 1))
                 raise
@@ -281,6 +307,18 @@ class ExecService:
             if planned.per_call:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(lambda: shutil.rmtree(planned.tmp, ignore_errors=True))
+
+    async def _run(self, stages: list[StageCommand], timeout_s: float, tag: str) -> RunResult:
+        max_output = self.workspace.limits.max_output_bytes
+        try:
+            return await run_pipeline(
+                stages, timeout_s=timeout_s, stdout_cap=stdout_cap(max_output),
+                stderr_cap=stderr_cap(max_output), drain_limit=DRAIN_LIMIT, tag=tag,
+            )  # fmt: skip
+        except OSError as exc:
+            raise SandboxFailedError(
+                f"The sandbox could not start the command ({type(exc).__name__}).", sandbox=str(self.backend())
+            ) from None
 
 
 _services: weakref.WeakKeyDictionary[Workspace, ExecService] = weakref.WeakKeyDictionary()
