@@ -60,7 +60,9 @@ async def main(args: argparse.Namespace, root: str) -> None:
         [plan] = evaluation.plans
         env = {**ENV, **plan.env, **(service.git.env() if plan.needs_git_dir else {})}
         policy_argv[label] = ([plan.binary, *plan.args], env)
-        [sandboxed[label]] = service.build(evaluation, cwd, backend, service.scratch_dir(backend)[0], "bench", 30).stages
+        [sandboxed[label]] = service.build(
+            evaluation, cwd, backend, service.scratch_dir(backend)[0], "bench", 30
+        ).stages
     with tempfile.TemporaryDirectory() as tmp:
         jail = stage_command(backend, "true", [], view=view, cwd=root, env=ENV, tmp=tmp, limits=limits, network=False)
         assert jail is not None

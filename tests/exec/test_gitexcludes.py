@@ -3,7 +3,6 @@ and the scan of the index and object database that decides which pathspecs can m
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -215,8 +214,12 @@ def test_borrowed_objects_or_git_directories_fail_closed(names: GitNames, clean_
     assert found(names) == frozenset()
     write(clean_repo / ".git" / borrowed, "elsewhere\n")
     assert names.found() is None
-    added = clean_repo / ".git" / ("objects/info/alternates" if borrowed.startswith("objects") else borrowed.split("/")[0])
-    shutil.rmtree(added) if added.is_dir() else added.unlink()
+    top = borrowed.partition("/")[0]
+    added = clean_repo / ".git" / ("objects/info/alternates" if top == "objects" else top)
+    if added.is_dir():
+        shutil.rmtree(added)
+    else:
+        added.unlink()
     assert found(names) == frozenset()
 
 

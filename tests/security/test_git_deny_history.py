@@ -20,6 +20,7 @@ from mcp import Client
 
 from exec_support import git, os_backends, write
 from repo_sandbox.app import build_server
+from repo_sandbox.exec import runner
 from repo_sandbox.exec import service as service_module
 from repo_sandbox.exec.service import exec_service
 from repo_sandbox.workspace import Workspace
@@ -189,7 +190,7 @@ async def test_a_change_while_git_runs_makes_it_run_again_with_every_exclusion(
 ) -> None:
     root, workspace = evolving
     blob = git_out(root, "hash-object", "-w", "--stdin", data=f"{SECRET} npmrc\n".encode())
-    real_run = service_module.run_pipeline
+    real_run = runner.run_pipeline
     runs: list[int] = []
 
     async def staging_meanwhile(stages: Any, **kwargs: Any) -> Any:
