@@ -30,8 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitnames import GitNames, NeedleSearch, component_haystack
 from repo_sandbox.exec.view import RepoView, ViewCache
+from repo_sandbox.policy.git import GitRule, exclusion_pathspecs
 
 _BREAK: Final = re.compile(r"[^\x20-\x7e]|[*?]")
 """What ends a literal run: a wildcard, a control character or a non-ASCII character (bytes vary)."""
@@ -82,6 +84,12 @@ class ExcludePruner:
         every = frozenset(needle for needles in self.needles if needles is not None for needle in needles)
         self.names = GitNames(git_dir, git_binary, env, every)
         self._kept: dict[frozenset[bytes], tuple[str, ...]] = {}
+
+    @classmethod
+    def for_rule(cls, rule: object, hardening: GitHardening) -> ExcludePruner:
+        """The pruner for the repository of `hardening`, when `rule` is the built-in git rule."""
+        tail = exclusion_pathspecs(rule.deny_patterns) if isinstance(rule, GitRule) else ()
+        return cls(tail, os.path.join(hardening.root, ".git"), hardening.git_binary, hardening.host_env)
 
     def close(self) -> None:
         self.names.close()

@@ -40,11 +40,10 @@ from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, s
 from repo_sandbox.exec.parse import parse_command
 from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
 from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, stage_command
-from repo_sandbox.exec.selection import rejected, sandbox_info, sandbox_report, warning
+from repo_sandbox.exec.selection import audit_fallback, sandbox_info, sandbox_report
 from repo_sandbox.exec.view import ViewCache
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
-from repo_sandbox.policy.git import GitRule, exclusion_pathspecs
 from repo_sandbox.policy.operands import JailPaths
 from repo_sandbox.workspace import Workspace
 
@@ -80,10 +79,7 @@ class ExecService:
         self.policy = CommandPolicy.from_config(self.config, workspace.settings.workspace.effective_deny)
         self.views = ViewCache(workspace.jail)
         self.git = GitHardening(workspace.root, shutil.which("git", path=SYSTEM_PATH))
-        git_rule = self.policy.rules.get("git")
-        tail = exclusion_pathspecs(git_rule.deny_patterns) if isinstance(git_rule, GitRule) else ()
-        git_dir = os.path.join(workspace.root, ".git")
-        self.excludes = ExcludePruner(tail, git_dir, self.git.git_binary, self._host_git_env)
+        self.excludes = ExcludePruner.for_rule(self.policy.rules.get("git"), self.git)
         self._state_dir: str | None = None
         self._sandbox_audited = False
         workspace.on_close.append(self.close)
@@ -102,22 +98,8 @@ class ExecService:
         info = sandbox_info(self.config.sandbox, self.config.network)
         if not self._sandbox_audited:
             self._sandbox_audited = True
-            self._audit_sandbox(info)
+            audit_fallback(self.workspace.audit, info)
         return info
-
-    def _audit_sandbox(self, info: SandboxInfo) -> None:
-        text = warning(info)
-        if text is None and not rejected(info):
-            return
-        decision = "unavailable" if info.backend is None else "unsandboxed" if text is not None else "fallback"
-        self.workspace.audit.decision(
-            "sandbox_fallback",
-            decision=decision,
-            rule="exec.sandbox",
-            requested=info.requested,
-            backend=str(info.backend) if info.backend is not None else None,
-            rejected=rejected(info),
-        )
 
     def report(self, *, programs: bool = False) -> dict[str, Any]:
         """The "exec" entry of status (and, with `programs`, of policy): is execute_bash on, which OS sandbox
@@ -219,10 +201,6 @@ class ExecService:
                 )
             commands.append(command)
         return Built(commands, check)
-
-    def _host_git_env(self) -> dict[str, str]:
-        """The hardened environment for the git runs of `exec.gitnames` (on the host, reading only)."""
-        return {"PATH": SYSTEM_PATH, "HOME": "/nonexistent", "LANG": "C.UTF-8", **self.git.env()}
 
     def timeout_for(self, requested: float | None) -> float:
         limits = self.workspace.limits
