@@ -25,7 +25,8 @@ MAX_INDEX_BYTES: Final = 256 * 1024 * 1024
 """An index listing larger than this is not read (every exclusion passed)."""
 MAX_LOOSE_BYTES: Final = 64 * 1024 * 1024
 """A loose object file larger than this is not read here (every exclusion passed)."""
-GIT_TIMEOUT_S: Final = 120.0
+GIT_TIMEOUT_S: Final = 30.0
+"""A git run of the scan taking longer than this is killed (every exclusion passed)."""
 CHUNK: Final = 1 << 20
 
 
