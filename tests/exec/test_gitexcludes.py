@@ -11,13 +11,16 @@ from typing import Any
 
 import pytest
 
-from exec_support import git, write
+from exec_support import git, os_backends, write
 from repo_sandbox.config.model import DEFAULT_DENY
 from repo_sandbox.exec import _gitscan
 from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import spec_needles
 from repo_sandbox.exec.gitnames import GitNames, component_haystack
+from repo_sandbox.exec.sandbox import Backend
+from repo_sandbox.exec.service import exec_service
 from repo_sandbox.policy.git import exclusion_pathspecs
+from repo_sandbox.workspace import Workspace
 
 GIT = shutil.which("git") or "git"
 EXTRA_RULES = ("/config/prod.yaml", "private/", "résumé.txt", "a?c*.bin", "Build Output/", "[Tt]emp.txt", r"odd\*.txt")
@@ -252,3 +255,20 @@ def _git_out(root: Path, *args: str, data: bytes | None = None) -> str:
                            "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@e"}  # fmt: skip
     done = subprocess.run(["git", *args], cwd=root, env=env, input=data, capture_output=True, check=True)
     return done.stdout.decode().strip()
+
+
+def test_git_stages_under_bwrap_see_no_user_or_group_names(clean_repo: Path, make_settings: Any) -> None:
+    if "bwrap" not in os_backends():
+        pytest.skip("bubblewrap does not work on this machine")
+    workspace = Workspace(make_settings(clean_repo, exec={"sandbox": "bwrap"}))
+    try:
+        service = exec_service(workspace)
+        tmp = service.scratch_dir(Backend.BWRAP)[0]
+        argv = {}
+        for command in ("git status", "ls -l"):
+            evaluation, cwd = service.prepare(command, ".")
+            argv[command] = service.build(evaluation, cwd, Backend.BWRAP, tmp, "t", 5).stages[0].argv
+    finally:
+        workspace.close()
+    assert "/etc/passwd" not in argv["git status"] and "/etc/ld.so.cache" in argv["git status"]
+    assert "/etc/passwd" in argv["ls -l"]
