@@ -272,3 +272,66 @@ def test_git_stages_under_bwrap_see_no_user_or_group_names(clean_repo: Path, mak
         workspace.close()
     assert "/etc/passwd" not in argv["git status"] and "/etc/ld.so.cache" in argv["git status"]
     assert "/etc/passwd" in argv["ls -l"]
+
+
+@pytest.fixture
+def merges(tmp_path: Path) -> Path:
+    """History with merges, an empty commit, a rename, a side branch touching only a denied file."""
+    root = tmp_path / "merges"
+    write(root / "a.txt", "a\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, *COMMIT, "-m", "a")
+    git(root, "checkout", "-q", "-b", "side")
+    write(root / "cfg" / "id_rsa", "key\n")
+    git(root, "add", "-A")
+    git(root, *COMMIT, "-m", "side: key only")
+    git(root, "checkout", "-q", "main")
+    write(root / "b.txt", "b\n")
+    git(root, "add", "-A")
+    git(root, *COMMIT, "-m", "b")
+    git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "merge", "-q", "--no-edit", "side")
+    git(root, *COMMIT, "--allow-empty", "-m", "empty")
+    git(root, "mv", "a.txt", "c.txt")
+    git(root, *COMMIT, "-m", "rename")
+    write(root / "untracked.txt", "u\n")
+    return root
+
+
+EQUIVALENT = [
+    "git log --oneline --all", "git log --stat --all", "git log -p --all", "git log --graph --oneline --all",
+    "git log --oneline -- .", "git shortlog -s --all", "git rev-list --all --count", "git status --porcelain",
+    "git ls-files", "git ls-files -o", "git grep -n b", "git diff HEAD~1 --stat", "git show --stat HEAD~1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("denied_in_history", [True, False])
+def test_pruned_exclusions_give_the_same_output_as_the_whole_deny_list(
+    merges: Path, make_settings: Any, denied_in_history: bool
+) -> None:
+    if not denied_in_history:
+        shutil.rmtree(merges / "cfg")
+        git(merges, "checkout", "-q", "-b", "clean", "HEAD~3")  # a.txt and b.txt only, nothing denied anywhere
+        git(merges, "branch", "-q", "-D", "side", "main")
+        git(merges, *COMMIT, "--allow-empty", "-m", "empty again")
+        git(merges, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+        git(merges, "gc", "-q", "--prune=now")
+    workspace = Workspace(make_settings(merges))
+    try:
+        service = exec_service(workspace)
+        view = service.views.current()
+        env = service.git.host_env()
+        for command in EQUIVALENT:
+            [plan] = service.prepare(command, ".")[0].plans
+            pruned, check = service.excludes.prune(plan.args, view)
+            assert check is not None and len(pruned) == len(plan.args) - len(service.excludes.tail) + (
+                2 if denied_in_history else 1
+            )
+            outputs = [
+                subprocess.run(["git", *args], cwd=merges, env=env, capture_output=True, check=True).stdout
+                for args in (plan.args, pruned)
+            ]
+            assert outputs[0] == outputs[1], command
+            assert b"id_rsa" not in outputs[1]
+    finally:
+        workspace.close()
