@@ -3,8 +3,9 @@ OS sandbox's own cost (`bwrap <our jail> true` against `true`). Prints medians a
 
 Target (DESIGN.md §8): execute_bash overhead <= the sandbox's own measured cost + 3 ms.
 Each command is also run unsandboxed exactly as the policy rewrites it ("policy argv": forced flags, git's
-hardening environment and the deny-list as exclude pathspecs), so that the work the policy adds inside the
-program (git matching every path against the pathspecs) is told apart from the server's own overhead.
+hardening environment and the deny-list exclude pathspecs that can match something, `exec.gitexcludes`),
+so that the work the policy adds inside the program (git matching paths against the pathspecs) is told
+apart from the server's own overhead; for git also with the whole deny-list as before that pruning.
 
     .venv/bin/python bench/exec_overhead.py [--root REPO] [--file FILE] [--runs N] [--sandbox BACKEND] [--stat p25]
 
@@ -59,8 +60,13 @@ async def main(args: argparse.Namespace, root: str) -> None:
         evaluation, cwd = service.prepare(command, ".")
         [plan] = evaluation.plans
         env = {**ENV, **plan.env, **(service.git.env() if plan.needs_git_dir else {})}
-        policy_argv[label] = ([plan.binary, *plan.args], env)
-        [sandboxed[label]] = service.build(evaluation, cwd, backend, service.scratch_dir(backend)[0], "bench", 30)
+        runs = service.excludes.prune(plan.args, view)[0] if plan.needs_git_dir else plan.args
+        policy_argv[label] = ([plan.binary, *runs], env)
+        if runs != plan.args:
+            policy_argv[f"{label} whole deny-list"] = ([plan.binary, *plan.args], env)
+        [sandboxed[label]] = service.build(
+            evaluation, cwd, backend, service.scratch_dir(backend)[0], "bench", 30
+        ).stages
     with tempfile.TemporaryDirectory() as tmp:
         jail = stage_command(backend, "true", [], view=view, cwd=root, env=ENV, tmp=tmp, limits=limits, network=False)
         assert jail is not None
@@ -70,6 +76,8 @@ async def main(args: argparse.Namespace, root: str) -> None:
             for label, bare_argv, command in rows:
                 add(f"{label} bare", run_once(bare_argv, root, ENV))
                 add(f"{label} policy", run_once(policy_argv[label][0], root, policy_argv[label][1]))
+                if (whole := policy_argv.get(f"{label} whole deny-list")) is not None:
+                    add(f"{label} policy whole", run_once(whole[0], root, whole[1]))
                 add(f"{label} sandboxed", run_once(sandboxed[label].argv, root, sandboxed[label].env))
                 start = time.perf_counter()
                 outcome = await pipeline.call("execute_bash", {"command": command})
@@ -77,14 +85,19 @@ async def main(args: argparse.Namespace, root: str) -> None:
                 assert not outcome.is_error and outcome.payload["exit_code"] == 0, outcome.payload
     pick = statistics.median if args.stat == "median" else lambda values: sorted(values)[len(values) // 4]
     ms = {key: pick(values) * 1000 for key, values in samples.items()}
-    sandbox_cost = ms["jail true"] - ms["true"]
     revalidate = time.perf_counter()
     service.views.current()
     print(f"backend: {backend}   runs: {args.runs}   statistic: {args.stat}   root: {root}")
+    print(f"repository view check per call: {(time.perf_counter() - revalidate) * 1000:.3f} ms")
+    report(ms, [label for label, _, _ in rows], policy_argv)
+    workspace.close()
+
+
+def report(ms: dict[str, float], labels: list[str], policy_argv: dict[str, tuple[list[str], dict[str, str]]]) -> None:
+    sandbox_cost = ms["jail true"] - ms["true"]
     print(f"`true`: bare {ms['true']:.2f} ms | in our jail {ms['jail true']:.2f} ms")
     print(f"sandbox's own cost (jail true - true): {sandbox_cost:.2f} ms")
-    print(f"repository view check per call: {(time.perf_counter() - revalidate) * 1000:.3f} ms")
-    for label, _, _ in rows:
+    for label in labels:
         bare, policy, tool = ms[f"{label} bare"], ms[f"{label} policy"], ms[f"{label} tool"]
         overhead = tool - bare
         verdict = "meets" if overhead <= sandbox_cost + 3 else "MISSES"
@@ -99,7 +112,14 @@ async def main(args: argparse.Namespace, root: str) -> None:
             f"{policy - bare:+.2f} ms), in the sandbox {jailed:7.2f} ms (this program's sandbox cost "
             f"{jailed - policy:+.2f} ms) | the server's own overhead: {tool - jailed:+.2f} ms"
         )
-    workspace.close()
+        if f"{label} policy whole" in ms:
+            kept = sum(arg.startswith(":(exclude") for arg in policy_argv[label][0])
+            whole = policy_argv[f"{label} whole deny-list"][0]
+            print(
+                f"{'':<11} exclusions passed: {kept} of {sum(a.startswith(':(exclude') for a in whole)}; with all "
+                f"of them unsandboxed {ms[f'{label} policy whole']:7.2f} ms "
+                f"({ms[f'{label} policy whole'] - bare:+.2f} ms over bare)"
+            )
 
 
 def make_corpus(target: str, root_entries: int = 0) -> str:
