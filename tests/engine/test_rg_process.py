@@ -76,7 +76,7 @@ def test_rg_runs_with_an_environment_built_from_scratch(
 
 def test_rg_cannot_read_outside_the_root_even_through_a_symlink_it_follows(rg: ripgrep.Ripgrep, tmp_path: Path) -> None:
     """Landlock: started inside a directory that is a symlink to the outside, rg still reads nothing there."""
-    from repo_sandbox.engine.confine import confinement
+    from repo_sandbox.engine.confine import launcher
 
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET\n")
@@ -84,13 +84,13 @@ def test_rg_cannot_read_outside_the_root_even_through_a_symlink_it_follows(rg: r
     root.mkdir()
     (root / "link").symlink_to(tmp_path / "outside")
     ws = _ws(root)
-    confined = confinement(ws.jail.root_fd, rg.path)
+    confined = launcher(ws.jail.root_fd, rg.path)
     assert confined is not None
     try:
         process = rgprocess.RgProcess(
             [rg.path, "--no-config", "--follow", "-n", "SECRET", "--", "link/secret.txt", "link"],
             ws.jail.root_fd,
-            confined.preexec,
+            confined,
             count_only=False,
         )
         try:

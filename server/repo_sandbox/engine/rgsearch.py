@@ -12,6 +12,7 @@ policy walker's, whatever rg did. Results are the Python engine's, file for file
 - a text file in which rg meets a NUL byte reports no matches (the Python engine does the same);
 - multiline searches, single files and rg failures are answered by the Python engine.
 rg itself runs confined by Landlock (`engine.confine`): whatever it follows, it reads only the repository.
+Each workspace has one confined launcher thread per rg binary, started by its first search.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Iterator
+from functools import partial
 from typing import Final
 
 from repo_sandbox.engine import pytree
 from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
-from repo_sandbox.engine.confine import confinement
+from repo_sandbox.engine.confine import Launcher, launcher
 from repo_sandbox.engine.pysearch import Query
 from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, build_argv
@@ -55,9 +58,9 @@ class _Search:
         stats: SearchStats,
         dir_fd: int,
         start_rel: str,
-        confine: Callable[[], None],
+        launcher: Launcher,
     ) -> None:
-        self.confine = confine
+        self.launcher = launcher
         self.ws = ws
         self.rg = rg
         self.request = request
@@ -89,7 +92,7 @@ class _Search:
         self._stop_process()
         argv = build_argv(self.rg, self.request, options)
         try:
-            self.process = RgProcess(argv, self.dir_fd, self.confine, count_only=options.count_only)
+            self.process = RgProcess(argv, self.dir_fd, self.launcher, count_only=options.count_only)
         except OSError as exc:  # rg vanished, or cannot start under its confinement
             raise _Fallback(str(exc)) from exc
         return self.process
@@ -219,17 +222,40 @@ def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: Se
         yield from pytree.iter_file_hits(ws, request, stats)
         return
     assert dir_fd is not None
-    confined = confinement(ws.jail.root_fd, rg.path)
     try:
-        if confined is None:
+        launcher = launcher_for(ws, rg)
+        if launcher is None:
             yield from pytree.iter_file_hits(ws, request, stats)
             return
-        search = _Search(ws, rg, request, stats, dir_fd, start_rel, confined.preexec)
+        search = _Search(ws, rg, request, stats, dir_fd, start_rel, launcher)
         try:
             yield from search.run()
         except _Fallback:  # raised before any file is yielded, so `stats` is still untouched
             yield from pytree.iter_file_hits(ws, request, stats)
     finally:
         os.close(dir_fd)
-        if confined is not None:
-            confined.close()
+
+
+_launchers: weakref.WeakKeyDictionary[Workspace, dict[str, Launcher | None]] = weakref.WeakKeyDictionary()
+_launchers_lock = threading.Lock()
+
+
+def launcher_for(ws: Workspace, rg: Ripgrep) -> Launcher | None:
+    """The workspace's launcher for this rg, started on first use and ended when the workspace closes; None
+    when it cannot be confined (then rg is not used)."""
+    with _launchers_lock:
+        by_path = _launchers.get(ws)
+        if by_path is None:
+            by_path = _launchers[ws] = {}
+            ws.on_close.append(partial(_close_launchers, by_path))
+        if rg.path not in by_path:
+            by_path[rg.path] = launcher(ws.jail.root_fd, rg.path)
+        return by_path[rg.path]
+
+
+def _close_launchers(by_path: dict[str, Launcher | None]) -> None:
+    with _launchers_lock:
+        started = [found for found in by_path.values() if found is not None]
+        by_path.clear()
+    for found in started:
+        found.close()
