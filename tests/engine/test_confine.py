@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from repo_sandbox.config.loader import load_settings
-from repo_sandbox.engine import confine, rgprocess, rgsearch, ripgrep
+from repo_sandbox.engine import confine, rgprocess, rgstate, ripgrep
 from repo_sandbox.tools.search_text import SearchTextArgs, SearchTextContentResult, search_text
 from repo_sandbox.workspace import Workspace
 
@@ -100,7 +100,7 @@ def test_a_workspace_starts_one_launcher_and_closing_the_workspace_ends_it(rg: r
             result = search_text(ws, SearchTextArgs(pattern="SECRET"))
             assert isinstance(result, SearchTextContentResult)
             assert [m.path for m in result.matches] == ["a.txt"]
-        launcher = rgsearch.launcher_for(ws, rg)
+        launcher = rgstate.launcher_for(ws, rg)
         assert launcher is not None and launcher.confined
         names = [t.name for t in threading.enumerate()]
         assert names.count("repo-sandbox-rg-launcher") >= 1
@@ -119,7 +119,7 @@ def test_without_a_confined_launcher_the_python_engine_answers(
     monkeypatch.setattr(rgprocess.RgProcess, "__init__", lambda *args, **kwargs: started.append(args))
     ws = _ws(tree)
     try:
-        assert rgsearch.launcher_for(ws, rg) is None
+        assert rgstate.launcher_for(ws, rg) is None
         result = search_text(ws, SearchTextArgs(pattern="SECRET"))
         assert isinstance(result, SearchTextContentResult)
         assert [(m.path, m.text) for m in result.matches] == [("a.txt", "SECRET inside")]

@@ -134,6 +134,43 @@ def test_a_full_first_page_stops_rg_early_and_kills_it(
     assert started[1].bytes_read < full_output / 4
 
 
+def test_the_next_page_of_a_many_hit_search_starts_with_the_sorted_stream(
+    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    _many(root, 5000)
+    argvs: list[list[str]] = []
+    real_init = rgprocess.RgProcess.__init__
+
+    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
+        real_init(self, argv, *args, **kwargs)
+        argvs.append(argv)
+
+    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
+
+    def page(ws: Workspace, offset: int) -> list[tuple[str, int]]:
+        argvs.clear()
+        return [
+            (m.path, m.line)
+            for m in _content(search_text(ws, SearchTextArgs(pattern="needle", limit=10, offset=offset))).matches
+        ]
+
+    ws = _ws(root)
+    try:
+        assert page(ws, 0) == [("f00.txt", n) for n in range(1, 11)]
+        assert [("--sort" in a) for a in argvs] == [False, True]  # unsorted, stopped, then the stream
+        assert page(ws, 10) == [("f00.txt", n) for n in range(11, 21)]
+        assert [("--sort" in a) for a in argvs] == [True]  # the next page goes straight to the stream
+        for i in range(1, 20):
+            (root / f"f{i:02}.txt").unlink()
+        (root / "f00.txt").write_text("needle\n" * 15)  # the tree changed: few hits now
+        assert page(ws, 10) == [("f00.txt", n) for n in range(11, 16)]  # a stale hint: same results
+        assert page(ws, 10) == [("f00.txt", n) for n in range(11, 16)]
+        assert [("--sort" in a) for a in argvs] == [False]  # and the hint is gone
+    finally:
+        ws.close()
+
+
 def test_cancelling_a_search_kills_its_rg(rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _many(tmp_path / "repo", 5000)
     cancel = threading.Event()

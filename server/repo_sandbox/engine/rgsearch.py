@@ -6,7 +6,7 @@ jail, the deny-list, hidden and ignore rules, the hard-link policy and the binar
 policy walker's, whatever rg did. Results are the Python engine's, file for file:
 - unsorted rg output is collected and put in path order; past `SWITCH_LINES` matching lines (a pattern
   with very many hits) rg is stopped and run again with `--sort path`, streaming, so that the caller can
-  stop it as soon as its page is full;
+  stop it as soon as its page is full; the same search again (the next page) starts with the stream;
 - rg is trusted to skip ignored directories only when every ignore file it would read means the same to
   it as to git (`census.simple_rule`); otherwise it runs again with `--no-ignore`;
 - a text file in which rg meets a NUL byte reports no matches (the Python engine does the same);
@@ -20,14 +20,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-import weakref
 from collections.abc import Iterator
-from functools import partial
 from typing import Final
 
-from repo_sandbox.engine import pytree
+from repo_sandbox.engine import pytree, rgstate
 from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
-from repo_sandbox.engine.confine import Launcher, launcher
+from repo_sandbox.engine.confine import Launcher
 from repo_sandbox.engine.pysearch import Query
 from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, build_argv
@@ -174,11 +172,13 @@ class _Search:
         thread.start()
         try:
             options = self.base
-            outputs = self._collect(options)
+            many = rgstate.many_hits_before(self.ws, self.request)
+            outputs = None if many else self._collect(options)
             self._wait_census()
             if options.use_ignore_files and not self.census.rg_ignores_agree:
                 options = dataclasses.replace(options, use_ignore_files=False)
-                outputs = self._collect(options)
+                outputs = None if many else self._collect(options)
+            rgstate.remember_many_hits(self.ws, self.request, many=outputs is None)
             if outputs is not None:
                 placed = [(p, output) for output in outputs.values() if (p := self._placed(output)) is not None]
                 placed.sort(key=lambda item: item[0])
@@ -187,13 +187,17 @@ class _Search:
             else:
                 process = self._start(dataclasses.replace(options, sorted_output=True))
                 yielded = False
+                seen = 0
                 for output in process.files():
                     self._check_cancel()
+                    seen += 1 if options.count_only else output.count
                     position = self._placed(output)
                     if position is not None:
                         yielded = True
                         yield self._emit(position, output)
                 self._finish(process, yielded=yielded)
+                if seen <= SWITCH_LINES:  # read to the end, and not that many after all
+                    rgstate.remember_many_hits(self.ws, self.request, many=False)
             self.census.stats_through(len(self.census.kinds) - 1, self.stats)
             self.stats.walk_truncated = self.census.walk_truncated
         finally:
@@ -223,7 +227,7 @@ def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: Se
         return
     assert dir_fd is not None
     try:
-        launcher = launcher_for(ws, rg)
+        launcher = rgstate.launcher_for(ws, rg)
         if launcher is None:
             yield from pytree.iter_file_hits(ws, request, stats)
             return
@@ -234,28 +238,3 @@ def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: Se
             yield from pytree.iter_file_hits(ws, request, stats)
     finally:
         os.close(dir_fd)
-
-
-_launchers: weakref.WeakKeyDictionary[Workspace, dict[str, Launcher | None]] = weakref.WeakKeyDictionary()
-_launchers_lock = threading.Lock()
-
-
-def launcher_for(ws: Workspace, rg: Ripgrep) -> Launcher | None:
-    """The workspace's launcher for this rg, started on first use and ended when the workspace closes; None
-    when it cannot be confined (then rg is not used)."""
-    with _launchers_lock:
-        by_path = _launchers.get(ws)
-        if by_path is None:
-            by_path = _launchers[ws] = {}
-            ws.on_close.append(partial(_close_launchers, by_path))
-        if rg.path not in by_path:
-            by_path[rg.path] = launcher(ws.jail.root_fd, rg.path)
-        return by_path[rg.path]
-
-
-def _close_launchers(by_path: dict[str, Launcher | None]) -> None:
-    with _launchers_lock:
-        started = [found for found in by_path.values() if found is not None]
-        by_path.clear()
-    for found in started:
-        found.close()
