@@ -2,7 +2,9 @@
 
 A worker thread finds the files of the batch that can match with one scan of the whole buffer for the
 pattern's required literal (`regex` releases the GIL while it scans, so the walking and reading thread
-keeps going meanwhile); only those are checked for a NUL byte, decoded and searched line by line.
+keeps going meanwhile). Only those files are then checked for a NUL byte, decoded and searched line by
+line, by the reading thread when it reaches the batch: the worker holds the GIL only a few times per
+batch, so the two threads rarely wait for each other.
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from typing import Any, Final
 import regex
 
 from repo_sandbox.engine.pysearch import Deadline, Query, decode_for_search, displayed, search_text_buffer
-from repo_sandbox.engine.request import LineHit, SearchCancelled, SearchRequest
+from repo_sandbox.engine.request import LineHit, SearchRequest
 
 BUFFER_BYTES: Final = 4 * 1024 * 1024
 """A batch buffer; a file larger than what is left of it is read into a batch of its own."""
 MAX_FREE_BUFFERS: Final = 6
 
 FileResult = tuple[int, list[LineHit]] | None
-"""A searched file's matching lines and its materialised hits, or None when it has no match."""
+"""A searched file's count of matching lines and its materialised hits, or None when it has no match."""
 
 
 @dataclass(slots=True)
@@ -61,13 +63,11 @@ def give_back(data: bytearray | bytes) -> None:
 class MatchState:
     """What the reading thread tells the workers while a search runs."""
 
-    __slots__ = ("hits_before", "stopped")
+    __slots__ = ("stopped",)
 
     def __init__(self) -> None:
-        self.hits_before = 0
-        """Matching lines of the files the caller has been given: no later file has fewer before it."""
         self.stopped = False
-        """The caller stopped reading: batches still queued need not be searched."""
+        """The caller stopped reading: batches still queued need not be scanned."""
 
 
 class BatchMatcher:
@@ -80,30 +80,16 @@ class BatchMatcher:
         if query.required is not None:
             self.required = regex.compile(regex.escape(query.required))
 
-    def run(self, data: bytearray | bytes, spans: list[tuple[int, int]]) -> list[FileResult]:
-        """Each text file's result, in order. The hits kept per file are its first `stop - hits_before`
-        (the request's window cut at the hits the caller has seen so far); the caller cuts them to its
-        window.
-
-        Raises:
-            TimeoutExceededError, SearchCancelled.
-        """
-        results: list[FileResult] = [None] * len(spans)
-        for index in self._candidates(data, spans):
-            if self.state.stopped:
-                break
-            results[index] = self._search(data, *spans[index])
-        return results
-
-    def _candidates(self, data: bytearray | bytes, spans: list[tuple[int, int]]) -> list[int]:
-        """Indices of the files that hold the required literal (all of them when there is none)."""
+    def candidates(self, data: bytearray | bytes, spans: list[tuple[int, int]]) -> list[int]:
+        """Indices of the files that hold the required literal (all of them when there is none); run in a
+        worker thread."""
         if self.required is None or not spans:
             return list(range(len(spans)))
         starts = [start for start, _ in spans]
         end = spans[-1][1]
         found: list[int] = []
         position = spans[0][0]
-        while position < end:
+        while position < end and not self.state.stopped:
             match = self.required.search(data, position, end, concurrent=True)
             if match is None:
                 break
@@ -116,15 +102,17 @@ class BatchMatcher:
             position = file_end
         return found
 
-    def _search(self, data: bytearray | bytes, start: int, end: int) -> FileResult:
+    def search(self, data: bytearray | bytes, start: int, end: int, keep: tuple[int, int]) -> FileResult:
+        """One candidate file's matching lines, with the hits whose index is in `keep` materialised.
+
+        Raises:
+            TimeoutExceededError.
+        """
         request = self.request
-        if request.cancel is not None and request.cancel.is_set():
-            raise SearchCancelled
         if data.find(b"\x00", start, end) >= 0:
             return None  # a NUL byte past the sniffed head: searched, but no line is reported (as in rg)
         text, valid = decode_for_search(memoryview(data)[start:end])
         query = self.query if valid else self.query.for_invalid_utf8()
-        keep = (0, max(0, request.keep_hits[1] - self.state.hits_before))
         count, hits = search_text_buffer(query, text, context=request.context, deadline=self.deadline, keep=keep)
         if not valid:
             for hit in hits:

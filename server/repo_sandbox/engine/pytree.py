@@ -1,9 +1,10 @@
 """Run the Python engine over a file or a directory tree of the jail, streaming `FileHits` in path order.
 
 The calling thread walks, opens, reads and sniffs files (the walker's policy checks all happen here),
-reading the text ones back to back into batch buffers; worker threads match whole batches
-(`engine.pymatch`), so reading and matching overlap on two cores. Results come back in path order, and
-each file's stats are counted when the caller reaches it, as if the files were searched one by one.
+reading the text ones back to back into batch buffers; a worker thread scans each whole batch for the
+pattern's required literal (`engine.pymatch`) while the next batch is read, so the two overlap on two
+cores. The calling thread then searches the batch's candidate files and gives back their hits in path
+order, each file's stats counted when the caller reaches it, as if the files were searched one by one.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ class _TreeSearch:
         self.max_bytes = max_bytes
         self.capacity = FIRST_BATCH_BYTES
         self.batch = Batch(take_buffer(), self.capacity)
-        self.pending: deque[tuple[Batch, Future[list[FileResult]]]] = deque()
+        self.pending: deque[tuple[Batch, Future[list[int]]]] = deque()
+        self.hits_before = 0
 
     def add(self, fd: int, rel_path: str, size: int) -> None:
         """Read one opened file (the caller closes it) into the current batch, or into one of its own."""
@@ -133,9 +135,9 @@ class _TreeSearch:
         if not batch.kinds:
             return
         if batch.spans:
-            future = _executor().submit(self.matcher.run, batch.data, batch.spans)
+            future = _executor().submit(self.matcher.candidates, batch.data, batch.spans)
         else:
-            future = Future[list[FileResult]]()
+            future = Future[list[int]]()
             future.set_result([])
         self.pending.append((batch, future))
         self.capacity = min(self.capacity * 2, BUFFER_BYTES)
@@ -148,21 +150,25 @@ class _TreeSearch:
             batch, future = self.pending[0]
             if not wait and not future.done() and len(self.pending) <= WORKERS:
                 return
-            results = future.result()
+            candidates = future.result()
             self.pending.popleft()
-            give_back(batch.data)
-            yield from self._consume(batch, results)
+            try:
+                yield from self._consume(batch, candidates)
+            finally:
+                give_back(batch.data)
 
     def finish(self) -> Iterator[FileHits]:
         self._submit()
         yield from self.ready(wait=True)
 
-    def _consume(self, batch: Batch, results: list[FileResult]) -> Iterator[FileHits]:
+    def _consume(self, batch: Batch, candidates: list[int]) -> Iterator[FileHits]:
         stats = self.stats
-        state = self.state
-        start, stop = self.request.keep_hits
-        cancel = self.request.cancel
-        searched = iter(results)
+        request = self.request
+        cancel = request.cancel
+        start, stop = request.keep_hits
+        wanted = iter(candidates)
+        next_candidate = next(wanted, -1)
+        text_index = 0
         for kind, rel_path in batch.kinds:
             if cancel is not None and cancel.is_set():
                 raise SearchCancelled
@@ -173,13 +179,16 @@ class _TreeSearch:
                 stats.skipped_binary += 1
                 continue
             stats.files_searched += 1
-            found = next(searched)
-            if found is None:
+            index, text_index = text_index, text_index + 1
+            if index != next_candidate:
                 continue
-            count, hits = found
-            before = state.hits_before
-            state.hits_before = before + count
-            yield FileHits(rel_path, count, hits[max(0, start - before) : max(0, stop - before)])
+            next_candidate = next(wanted, -1)
+            before = self.hits_before
+            keep = (max(0, start - before), max(0, stop - before))
+            found: FileResult = self.matcher.search(batch.data, *batch.spans[index], keep)
+            if found is not None:
+                self.hits_before = before + found[0]
+                yield FileHits(rel_path, found[0], found[1])
 
     def close(self) -> None:
         """Stop the workers' part of this search: queued batches are dropped, one a worker is in the
