@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,35 @@ def test_argv_reads_no_config_follows_no_link_and_keeps_pattern_and_path_from_be
     assert argv[argv.index("--max-filesize") + 1] == "1000"
     assert argv[argv.index("--iglob") : argv.index("--iglob") + 2] == ["--iglob", "!.env*"]
     assert "--no-ignore-parent" in argv and "--no-ignore-global" in argv and "--no-require-git" in argv
+
+
+def test_the_grouped_deny_globs_exclude_exactly_what_one_glob_per_rule_does(
+    rg: ripgrep.Ripgrep, tmp_path: Path
+) -> None:
+    root = tmp_path / "repo"
+    ws = _ws(root.parent)
+    rules = tuple(ws.settings.workspace.effective_deny)
+    ws.close()
+    names = [".env", ".ENV.local", "a.pem", "b.PEM", "id_rsa", "ID_RSA.pub", "secrets.yaml", "Secrets.YML", "x.key"]
+    names += ["keys.txt", "pem", "env", "a.pem.txt", "credentials.json", "config.json", "notes.tfstate.md"]
+    for directory in ("", "sub/", ".git/", ".ssh/", ".docker/", "deep/.docker/", "deep/.aws/", "a,b/"):
+        for name in names:
+            path = root / f"{directory}{name}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("x\n")
+
+    def listed(globs: list[str]) -> set[str]:
+        argv = [rg.path, "--no-config", "--files", "--hidden", "--no-ignore"]
+        for glob in globs:
+            argv += ["--iglob", "!" + glob]
+        done = subprocess.run([*argv, "--", "."], cwd=root, capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 0, done.stderr
+        return set(done.stdout.splitlines())
+
+    grouped = rgprocess.deny_iglobs(rules)
+    assert len(grouped) < len(rules)
+    assert listed(grouped) == listed(list(rules))
+    assert listed(rgprocess.deny_iglobs((*rules, "a,b"))) == listed([*rules, "a,b"])  # a ',' stays on its own
 
 
 def test_rg_runs_with_an_environment_built_from_scratch(

@@ -40,6 +40,16 @@ class RgOptions:
     glob: str | None = None
 
 
+def deny_iglobs(rules: tuple[str, ...]) -> list[str]:
+    """The deny-list as few rg globs as mean the same: the rules that name no directory (no '/') and hold
+    no ',' are one brace alternation (rg compiles one glob instead of dozens: about a millisecond less per
+    search); a rule with a '/' keeps its own glob, where the slash keeps its gitignore meaning."""
+    basenames = [rule for rule in rules if "/" not in rule and "," not in rule]
+    others = [rule for rule in rules if rule not in basenames]
+    grouped = ["{" + ",".join(basenames) + "}"] if len(basenames) > 1 else basenames
+    return grouped + others
+
+
 def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[str]:
     argv = [
         rg.path,
@@ -62,8 +72,8 @@ def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[
         argv += ["--no-require-git", "--no-ignore-parent", "--no-ignore-global", "--no-ignore-exclude"]
     else:
         argv.append("--no-ignore")
-    for rule in options.deny_globs:
-        argv += ["--iglob", "!" + rule]
+    for glob in deny_iglobs(options.deny_globs):
+        argv += ["--iglob", "!" + glob]
     if options.glob is not None:
         argv += ["--glob", options.glob]
     argv.append("--case-sensitive" if request.case_sensitive else "--ignore-case")
