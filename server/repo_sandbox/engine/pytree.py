@@ -37,6 +37,8 @@ BINARY: Final = 1
 TOO_LARGE: Final = 2
 FIRST_BATCH_BYTES: Final = 64 * 1024
 """The first batch is small so that a first page full of hits comes back at once; each next one doubles."""
+HEAD_FIRST_BYTES: Final = 64 * 1024
+"""A file larger than this has its head read and sniffed before the rest is read."""
 WORKERS: Final = max(1, min(4, (os.cpu_count() or 2) - 1))
 
 _pool_lock = threading.Lock()
@@ -80,6 +82,7 @@ class _TreeSearch:
         self.max_bytes = max_bytes
         self.capacity = FIRST_BATCH_BYTES
         self.batch = Batch(take_buffer(), self.capacity)
+        self.view = memoryview(self.batch.data)
         self.pending: deque[tuple[Batch, Future[list[int]]]] = deque()
         self.hits_before = 0
 
@@ -97,14 +100,21 @@ class _TreeSearch:
                 self._add_alone(fd, rel_path, size)
                 return
         start = batch.used
-        view = memoryview(batch.data)
-        got = os.readv(fd, [view[start : start + size + 1]])
+        view = self.view
+        if size > HEAD_FIRST_BYTES:  # its head decides first: the rest of a binary file is never read
+            got = os.readv(fd, [view[start : start + SNIFF_BYTES]])
+            if looks_binary(bytes(view[start : start + got])):
+                batch.kinds.append((BINARY, rel_path))
+                return
+            got += os.readv(fd, [view[start + got : start + size + 1]])
+        else:
+            got = os.readv(fd, [view[start : start + size + 1]])
+            if got <= size and looks_binary(bytes(view[start : start + min(got, SNIFF_BYTES)])):
+                batch.kinds.append((BINARY, rel_path))
+                return
         if got > size:
             os.lseek(fd, 0, os.SEEK_SET)
             self._add_alone(fd, rel_path, size)  # it grew since fstat: read it on its own
-            return
-        if looks_binary(bytes(view[start : start + min(got, SNIFF_BYTES)])):
-            batch.kinds.append((BINARY, rel_path))
             return
         batch.kinds.append((SEARCHED, rel_path))
         batch.spans.append((start, start + got))
@@ -142,6 +152,7 @@ class _TreeSearch:
         self.pending.append((batch, future))
         self.capacity = min(self.capacity * 2, BUFFER_BYTES)
         self.batch = Batch(take_buffer(), self.capacity)
+        self.view = memoryview(self.batch.data)
 
     def ready(self, *, wait: bool) -> Iterator[FileHits]:
         """Results of the finished batches at the head of the queue (with `wait`, of every queued one);
