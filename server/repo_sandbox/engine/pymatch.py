@@ -21,7 +21,8 @@ from repo_sandbox.engine.request import LineHit, SearchRequest
 
 BUFFER_BYTES: Final = 4 * 1024 * 1024
 """A batch buffer; a file larger than what is left of it is read into a batch of its own."""
-MAX_FREE_BUFFERS: Final = 6
+MAX_FREE_BUFFERS: Final = 3
+"""Buffers kept for the next search (one being filled, one being scanned, one being searched)."""
 
 FileResult = tuple[int, list[LineHit]] | None
 """A searched file's count of matching lines and its materialised hits, or None when it has no match."""
