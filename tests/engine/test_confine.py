@@ -3,6 +3,7 @@ children are confined."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from pathlib import Path
 from typing import Any
@@ -126,3 +127,29 @@ def test_without_a_confined_launcher_the_python_engine_answers(
         assert started == []  # rg never ran
     finally:
         ws.close()
+
+
+def test_no_garbage_collection_ever_runs_on_the_confined_thread(rg: ripgrep.Ripgrep, tree: Path) -> None:
+    """A collection runs other code's finalizers on the thread that triggers it: never the launcher's."""
+    ws = _ws(tree)
+    thresholds = gc.get_threshold()
+    collected_on: list[str] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collected_on.append(threading.current_thread().name)
+
+    gc.callbacks.append(record)
+    gc.set_threshold(1, 1_000_000, 1_000_000)  # a young collection at nearly every allocation, on any thread
+    try:
+        launcher = confine.launcher(ws.jail.root_fd, rg.path)
+        assert launcher is not None
+        for _ in range(20):
+            launcher.popen([rg.path, "--version"], cwd="/", env={}).communicate()
+        launcher.close()
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(record)
+        ws.close()
+    assert collected_on  # collections did run meanwhile
+    assert "repo-sandbox-rg-launcher" not in collected_on

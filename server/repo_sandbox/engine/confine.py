@@ -9,7 +9,8 @@ no_new_privs are per-thread credentials in Linux, and a child created by fork, v
 credentials of the thread that created it; so every rg the launcher starts runs confined, and Python's
 subprocess can start it with vfork (no preexec function, no copy of the server's page tables: about a
 millisecond instead of three to five). The launcher thread runs nothing but `subprocess.Popen`: it cannot
-open anything outside the root itself (it gets /dev/null as a descriptor from its caller). Without
+open anything outside the root itself (it gets /dev/null as a descriptor from its caller), and no garbage
+collection (no finalizer of the rest of the server) ever runs on it (see `Launcher`). Without
 Landlock (kernel < 5.13 or disabled) the ripgrep engine is not used: the Python engine reads through the
 jail's descriptors instead.
 """
@@ -18,12 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import platform
 import queue
 import struct
 import subprocess
 import threading
+from collections.abc import Iterator
 from typing import Final
 
 _SYSCALLS: Final = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
@@ -91,8 +94,31 @@ def _restrict_calling_thread(ruleset: int, restrict: int) -> bool:
     return _libc.prctl(_PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), 0, 0, 0) == 0 and _syscall(restrict, ruleset, 0) == 0
 
 
+_pause_lock = threading.Lock()
+_pauses = 0
+_resume = False
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No automatic garbage collection while inside (in any thread: the collector is process-wide)."""
+    global _pauses, _resume  # noqa: PLW0603  # one collector per process
+    with _pause_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()
+
+
 class _Spawn:
-    """One `Popen` the launcher makes; the caller waits on `done` (a lock the launcher releases)."""
+    """One `Popen` the launcher makes; the caller waits on `done`, a lock the launcher releases."""
 
     __slots__ = ("argv", "cwd", "done", "env", "error", "process", "stdin_fd")
 
@@ -119,38 +145,44 @@ class _Spawn:
             )
         except BaseException as exc:  # noqa: BLE001  # handed to the caller's thread
             self.error = exc
-        finally:
-            self.done.release()
 
 
 class Launcher:
     """A thread confined to reading one directory tree (plus the loader's files and one program) that
     starts processes for other threads; `popen` blocks until the child exists. `close()` ends the thread.
 
-    Build with `launcher()`, which returns None unless the thread confined itself.
+    The thread runs Python only while a caller waits for it with the garbage collector paused (its start,
+    each spawn), and hands back through plain locks, which allocate nothing: so no collection, and no
+    finalizer of other code, ever runs on it. Build with `launcher()`, which returns None unless the
+    thread confined itself.
     """
 
     def __init__(self, ruleset: int, restrict: int) -> None:
         self._jobs: queue.SimpleQueue[_Spawn | None] = queue.SimpleQueue()
         self._confined = False
-        self._ready = threading.Event()
+        ready = threading.Lock()
+        ready.acquire()
         self._thread = threading.Thread(
-            target=self._serve, args=(ruleset, restrict), name="repo-sandbox-rg-launcher", daemon=True
+            target=self._serve, args=(ruleset, restrict, ready), name="repo-sandbox-rg-launcher", daemon=True
         )
-        self._thread.start()
-        self._ready.wait()
+        with _collector_paused():
+            self._thread.start()
+            ready.acquire()
 
     @property
     def confined(self) -> bool:
         return self._confined and self._thread.is_alive()
 
-    def _serve(self, ruleset: int, restrict: int) -> None:
+    def _serve(self, ruleset: int, restrict: int, ready: threading.Lock) -> None:
         self._confined = _restrict_calling_thread(ruleset, restrict)
-        self._ready.set()
+        ready.release()
         if not self._confined:
             return  # never start anything unconfined: `popen` refuses from now on
         while (job := self._jobs.get()) is not None:
             job.run()
+            done = job.done
+            job = None  # the caller's reference is the last: the job is freed on its thread
+            done.release()
 
     def popen(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         """Start `argv` confined, stdin from /dev/null, stdout and stderr piped, every other fd closed.
@@ -163,8 +195,9 @@ class Launcher:
         stdin_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)  # the launcher itself may not open it
         try:
             job = _Spawn(argv, cwd, env, stdin_fd)
-            self._jobs.put(job)
-            job.done.acquire()
+            with _collector_paused():
+                self._jobs.put(job)
+                job.done.acquire()
         finally:
             os.close(stdin_fd)
         if job.error is not None:
@@ -174,8 +207,9 @@ class Launcher:
 
     def close(self) -> None:
         if self._thread.is_alive():
-            self._jobs.put(None)
-            self._thread.join()
+            with _collector_paused():  # the thread's own end runs Python too
+                self._jobs.put(None)
+                self._thread.join()
 
 
 def launcher(root_fd: int, program: str) -> Launcher | None:
