@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Union
+from typing import Any, Final, Union, cast
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -36,11 +36,33 @@ class ToolSpec:
         return schema
 
     def output_schema(self) -> dict[str, Any]:
-        """`anyOf` the success shapes and the error shape, with an object root (TypeScript clients need it)."""
+        """`anyOf` the success shapes and the error shape, with an object root (TypeScript clients need it).
+
+        Each branch is a `$ref` to its definition; references inside the definitions are inlined, so a
+        client validating a page of a thousand rows resolves no reference per row.
+        """
         union: Any = Union[(*self.result_models, ToolFailure)]  # a runtime-built union
         schema = TypeAdapter[Any](union).json_schema()
         schema["type"] = "object"
+        definitions: dict[str, Any] = schema.get("$defs", {})
+        branches = {branch["$ref"].rsplit("/", 1)[-1] for branch in schema.get("anyOf", ()) if "$ref" in branch}
+        schema["$defs"] = {name: _inlined(definitions[name], definitions, (name,)) for name in sorted(branches)}
         return schema
+
+
+def _inlined(node: Any, definitions: dict[str, Any], within: tuple[str, ...]) -> Any:
+    """`node` with every local `$ref` replaced by its definition (a recursive one is left as it is)."""
+    if isinstance(node, list):
+        return [_inlined(item, definitions, within) for item in cast(list[Any], node)]
+    if not isinstance(node, dict):
+        return node
+    mapping = cast(dict[str, Any], node)
+    ref = mapping.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and len(mapping) == 1:
+        name = ref.rsplit("/", 1)[-1]
+        if name not in within:
+            return _inlined(definitions[name], definitions, (*within, name))
+    return {key: _inlined(value, definitions, within) for key, value in mapping.items()}
 
 
 TOOLS: Final[tuple[ToolSpec, ...]] = (
