@@ -38,6 +38,10 @@ SERVER_ENV = {
 }
 
 
+IN_FLIGHT = 4
+"""Concurrent read_file calls for the throughput measured with calls in flight (an agent's parallel tool calls)."""
+
+
 @dataclass
 class Row:
     name: str
@@ -45,6 +49,11 @@ class Row:
     times: list[float] = field(default_factory=list[float])
     ratios: list[float] = field(default_factory=list[float])
     note: str = ""
+
+
+def _shares(total: int, parts: int) -> list[int]:
+    """`total` split into `parts` near-equal whole shares."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
 def _run(argv: list[str], cwd: Path) -> bytes:
@@ -86,6 +95,28 @@ async def _timed(action: Callable[[], Awaitable[Any]]) -> float:
     start = time.perf_counter()
     await action()
     return (time.perf_counter() - start) * 1000
+
+
+Call = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+async def _read_p50(call: Call, arguments: dict[str, Any], reads: int) -> float:
+    samples = [await _timed(lambda: call("read_file", arguments)) for _ in range(reads)]
+    return statistics.median(samples)
+
+
+async def _read_in_flight(call: Call, arguments: dict[str, Any], reads: int) -> float:
+    """Calls per second with IN_FLIGHT calls outstanding at a time through the one client session."""
+
+    async def worker(calls: int) -> None:
+        for _ in range(calls):
+            await call("read_file", arguments)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tasks:
+        for calls in _shares(reads, IN_FLIGHT):
+            tasks.start_soon(worker, calls)
+    return reads / (time.perf_counter() - start)
 
 
 async def _spawn_to_initialize(command: str, args: list[str]) -> float:
@@ -159,19 +190,15 @@ async def bench(corpus: Path, rounds: int, reads: int, only: list[str]) -> tuple
             "head -n 200 (spawned)": lambda: cli(["head", "-n", "200", rel]),
         }
 
-        async def read_p50() -> float:
-            samples = []
-            for _ in range(reads):
-                samples.append(await _timed(lambda: call("read_file", {"path": rel, "offset": 1, "limit": 200})))
-            return statistics.median(samples)
-
         wanted = {name for name, row in rows.items() if _selected(name, row.reference, only)}
         wanted |= {row.reference for name, row in rows.items() if name in wanted and row.reference is not None}
         rows = {name: row for name, row in rows.items() if name in wanted}
         optional = ["read_file 200 lines (p50)"] if "read_file 200 lines (p50)" in wanted else []
         if wanted & {"bare MCPServer spawn->initialize", "repo-sandbox spawn->initialize"}:
             optional.append("spawns")
+        read_args = {"path": rel, "offset": 1, "limit": 200}
         read_rates: list[float] = []
+        in_flight_rates: list[float] = []
         for _ in range(rounds):
             order = [*(name for name in measures if name in wanted), *optional]
             random.shuffle(order)
@@ -179,8 +206,9 @@ async def bench(corpus: Path, rounds: int, reads: int, only: list[str]) -> tuple
             for name in order:
                 if name == "read_file 200 lines (p50)":
                     start = time.perf_counter()
-                    measured[name] = await read_p50()
+                    measured[name] = await _read_p50(call, read_args, reads)
                     read_rates.append(reads / (time.perf_counter() - start))
+                    in_flight_rates.append(await _read_in_flight(call, read_args, reads))
                 elif name == "spawns":
                     measured["bare MCPServer spawn->initialize"] = await _spawn_to_initialize(sys.executable, [BARE])
                     measured["repo-sandbox spawn->initialize"] = await _spawn_to_initialize(
@@ -196,6 +224,7 @@ async def bench(corpus: Path, rounds: int, reads: int, only: list[str]) -> tuple
                 if row.reference is not None:
                     row.ratios.append(value / measured[row.reference])
         extra["read_file calls/s"] = statistics.median(read_rates) if read_rates else None
+        extra["read_file calls/s in flight"] = statistics.median(in_flight_rates) if in_flight_rates else None
         pids = _our_server_pids()
         extra["server RSS MiB"] = max((_rss_kib(pid) for pid in pids), default=0) / 1024  # the larger of the two
     return list(rows.values()), extra
@@ -214,6 +243,10 @@ def render(rows: list[Row], extra: dict[str, Any], corpus: Path, rounds: int) ->
     lines.append("")
     if extra["read_file calls/s"] is not None:
         lines.append(f"read_file calls/s (sequential, SDK client over stdio): {extra['read_file calls/s']:.0f}")
+        lines.append(
+            f"read_file calls/s ({IN_FLIGHT} calls in flight through one SDK client session over stdio): "
+            f"{extra['read_file calls/s in flight']:.0f}"
+        )
     lines.append(f"server RSS after the workload (incl. 'self' searches): {extra['server RSS MiB']:.1f} MiB")
     lines.append(f"first page of the 'self' search: {extra['first page bytes']} bytes")
     return "\n".join(lines)

@@ -32,4 +32,4 @@ def test_bench_quick_prints_a_table_with_every_measurement(tmp_path: Path) -> No
         "spawn->initialize",
     ):
         assert name in table
-    assert "read_file calls/s" in table and "server RSS" in table
+    assert "read_file calls/s (sequential" in table and "calls in flight" in table and "server RSS" in table

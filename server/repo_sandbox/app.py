@@ -7,8 +7,9 @@ import json
 import re
 import uuid
 import weakref
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server import MCPServer, NotificationOptions, ServerRequestContext
@@ -16,7 +17,7 @@ from mcp.server.connection import NotifyOnlyOutbound
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateSecurity
-from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
@@ -28,18 +29,20 @@ from mcp.types import (
     ToolAnnotations,
 )
 
-from repo_sandbox import __version__, resources
-from repo_sandbox.runtime.approvals import APPROVE, make_approve
-from repo_sandbox.runtime.assembly import AgentLoopState, build_pipeline
-from repo_sandbox.runtime.clock import Clock
-from repo_sandbox.runtime.elicitation import ELICIT, InputRequired, can_ask_user, elicitor_for, uses_input_required
-from repo_sandbox.runtime.guard import TOOLS_CHANGED
-from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
-from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
+from repo_sandbox import __version__
 from repo_sandbox.transports.scope import transport_session_id
 from repo_sandbox.workspace import Workspace
 
+if TYPE_CHECKING:
+    from repo_sandbox import resources
+    from repo_sandbox.handlers import ToolHandlers
+    from repo_sandbox.runtime.clock import Clock
+    from repo_sandbox.runtime.pipeline import CallOutcome
+    from repo_sandbox.tools.registry import ToolSpec
+
 SERVER_NAME = "repo-sandbox"
+POLICY_URI = "repo-sandbox://policy"
+STATUS_URI = "repo-sandbox://status"
 
 INSTRUCTIONS = """Read-only access to one code repository, behind a policy (path jail, deny-list, size limits).
 Paths are relative to the repository root. Find files with search_files, search contents with search_text,
@@ -167,23 +170,21 @@ def build_server(
     """An MCP server exposing the tools over `workspace`.
 
     `clock` drives the guard rails (tests pass a fake); `request_state_security` carries the key shared by
-    replicas (2026-07-28 request state), None: a key per process.
+    replicas (2026-07-28 request state), None: a key per process. The tool machinery (`handlers`) is built
+    on first use, not before `initialize`: a client that spawns the server waits for that answer.
     """
-    loop = AgentLoopState.from_workspace(workspace, clock)
-    pipeline = build_pipeline(workspace, loop)
     session_ids = SessionIds()
-
-    @functools.cache
-    def definitions() -> tuple[list[Tool], dict[str, dict[str, Any]]]:
-        """The tool definitions and input schemas, built on the first listing (not before `initialize`)."""
-        tools = [mcp_tool(spec) for spec in TOOLS]
-        return tools, {tool.name: tool.input_schema for tool in tools}
-
     bus = InMemorySubscriptionBus()
 
     def session_of(ctx: ServerRequestContext[Any]) -> str:
         """One id per client session: the transport's (HTTP session, WebSocket) when it has one, else the connection's."""
         return transport_session_id(ctx.request) or session_ids.id_for(ctx.session)
+
+    @functools.cache
+    def tools() -> ToolHandlers:
+        from repo_sandbox.handlers import ToolHandlers
+
+        return ToolHandlers(workspace, clock, bus, session_of)
 
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME,
@@ -196,70 +197,18 @@ def build_server(
     )
 
     async def list_tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
-        can_elicit = can_ask_user(ctx.session, ctx.protocol_version)
-        notes = loop.guard.blocked_descriptions(session_of(ctx))
-        listed: list[Tool] = []
-        for tool in definitions()[0]:
-            if TOOLS_BY_NAME[tool.name].needs_elicitation and not can_elicit:
-                continue
-            marked = "\n\n".join([tool.description or "", *notes[tool.name]]) if tool.name in notes else None
-            listed.append(tool if marked is None else tool.model_copy(update={"description": marked}))
-        return ListToolsResult(tools=listed)
+        return await tools().list_tools(ctx)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
-        async def tools_changed() -> None:
-            if uses_input_required(ctx.protocol_version):
-                await bus.publish(ToolsListChanged())
-            else:
-                await ctx.session.send_tool_list_changed()
+        return await tools().call_tool(ctx, params)
 
-        extras: dict[str, Any] = {TOOLS_CHANGED: tools_changed}
-        elicit = elicitor_for(
-            ctx.session,
-            ctx.protocol_version,
-            ctx.request_id,
-            request_state=params.request_state,
-            input_responses=params.input_responses,
-            ledger=loop.nonces,
-        )
-        if elicit is not None:
-            extras[ELICIT] = elicit
-            extras[APPROVE] = make_approve(elicit)
-        context = CallContext(
-            session_id=session_of(ctx),
-            request_id=None if ctx.request_id is None else str(ctx.request_id),
-            report_progress=ctx.session.report_progress,
-            extras=extras,
-        )
-        try:
-            return call_tool_result(await pipeline.call(params.name, params.arguments, context))
-        except InputRequired as pause:
-            return InputRequiredResult(input_requests=pause.requests, request_state=pause.state)
-
-    def caller() -> resources.Caller:
-        ctx = _current_request.get()
-        if ctx is None:
-            return resources.Caller(session_id="local", can_elicit=False)
-        return resources.Caller(session_id=session_of(ctx), can_elicit=can_ask_user(ctx.session, ctx.protocol_version))
-
-    @server.resource(resources.POLICY_URI, name="policy", mime_type="application/json")
-    async def policy() -> str:
-        """What the operator allows (tools, paths, limits, exec, guard, budget), so the agent need not probe."""
-        exec_entry = await anyio.to_thread.run_sync(lambda: resources.exec_report(workspace, programs=True))
-        return resources.to_json(resources.policy_document(workspace, caller(), exec_entry))
-
-    @server.resource(resources.STATUS_URI, name="status", mime_type="application/json")
-    async def status() -> str:
-        """This session's circuits, budget and per-tool calls/errors/time, with the limits and the exec sandbox."""
-        exec_entry = await anyio.to_thread.run_sync(resources.exec_report, workspace)
-        return resources.to_json(resources.status_document(workspace, loop, caller(), exec_entry))
-
+    _add_resources(server, workspace, tools, session_of)
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
     lowlevel.add_request_handler("tools/list", PaginatedRequestParams, list_tools)
     lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
-    lowlevel.get_tool_input_schema = lambda name: definitions()[1].get(name)  # noqa: PLW0108  # built lazily
+    lowlevel.get_tool_input_schema = lambda name: tools().input_schemas.get(name)  # noqa: PLW0108  # built lazily
     # MCPServer advertises listChanged:false to handshake-era clients; our listing does change (circuits).
     create_options = lowlevel.create_initialization_options
 
@@ -275,8 +224,42 @@ def build_server(
     return server
 
 
+def _add_resources(
+    server: MCPServer[Any],
+    workspace: Workspace,
+    tools: Callable[[], ToolHandlers],
+    session_of: Callable[[ServerRequestContext[Any]], str],
+) -> None:
+    def caller() -> resources.Caller:
+        from repo_sandbox import resources
+        from repo_sandbox.runtime.elicitation import can_ask_user
+
+        ctx = _current_request.get()
+        if ctx is None:
+            return resources.Caller(session_id="local", can_elicit=False)
+        return resources.Caller(session_id=session_of(ctx), can_elicit=can_ask_user(ctx.session, ctx.protocol_version))
+
+    @server.resource(POLICY_URI, name="policy", mime_type="application/json")
+    async def policy() -> str:
+        """What the operator allows (tools, paths, limits, exec, guard, budget), so the agent need not probe."""
+        from repo_sandbox import resources
+
+        exec_entry = await anyio.to_thread.run_sync(lambda: resources.exec_report(workspace, programs=True))
+        return resources.to_json(resources.policy_document(workspace, caller(), exec_entry))
+
+    @server.resource(STATUS_URI, name="status", mime_type="application/json")
+    async def status() -> str:
+        """This session's circuits, budget and per-tool calls/errors/time, with the limits and the exec sandbox."""
+        from repo_sandbox import resources
+
+        exec_entry = await anyio.to_thread.run_sync(resources.exec_report, workspace)
+        return resources.to_json(resources.status_document(workspace, tools().loop, caller(), exec_entry))
+
+
 def tools_listing() -> str:
     """The tools with their schemas and annotations, as JSON (for `repo-sandbox tools`)."""
+    from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
+
     return json.dumps(
         [
             mcp_tool(TOOLS_BY_NAME[spec.name]).model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -95,7 +95,8 @@ def _settings(args: argparse.Namespace, config: str | None) -> Settings:
             overrides[("server", key)] = getattr(args, key)
     if getattr(args, "log_level", None):
         overrides[("server", "log_level")] = args.log_level
-    return load_settings(config, overrides=overrides)
+    # `_serve` checks the command policy itself: over stdio right after the handshake, which it would delay.
+    return load_settings(config, overrides=overrides, exec_check_later=args.command == "serve")
 
 
 def _configure_logging(level: str) -> None:
@@ -108,21 +109,55 @@ def _serve(settings: Settings) -> int:
     _configure_logging(settings.server.log_level)
     workspace = Workspace(settings)
     logging.getLogger("repo_sandbox").info("serving %s over %s", workspace.root, settings.server.transport)
-    if settings.exec.enabled:
-        from repo_sandbox.exec.service import exec_service
-
-        exec_service(workspace).report()  # probe the OS sandbox once at start-up; logs it (loudly when none)
     try:
         if settings.server.transport == "http":
+            if error := _exec_policy_error(workspace):
+                print(error, file=sys.stderr)
+                return 2
+            _probe_exec_sandbox(workspace)
             return _serve_http(workspace)
         from repo_sandbox.transports.stdio import serve_stdio
 
-        serve_stdio(workspace)
+        # A client that spawns the server waits for `initialize`; what that does not need runs once it is answered.
+        return serve_stdio(workspace, after_handshake=lambda: _after_handshake(workspace))
     except KeyboardInterrupt:
         pass
     finally:
         workspace.close()
     return 0
+
+
+def _after_handshake(workspace: Any) -> None:
+    """The rest of a stdio server's start-up: the command policy's check (left for later by `_settings`: it loads
+    the whole policy and parses its examples), then the sandbox probe.
+
+    Raises:
+        StopServing: the command policy does not hold (the server stops, as it would have refused to start).
+    """
+    from repo_sandbox.transports.stdio import StopServing
+
+    if error := _exec_policy_error(workspace):
+        raise StopServing(2, error)
+    _probe_exec_sandbox(workspace)
+
+
+def _exec_policy_error(workspace: Any) -> str | None:
+    """What is wrong with the command policy (names, built-ins, examples), as the configuration error to print."""
+    from repo_sandbox.policy.commands import validate_exec_config
+
+    try:
+        validate_exec_config(workspace.settings.exec)
+    except ValueError as exc:
+        return f"repo-sandbox: configuration error:\n[exec]: {exc}"
+    return None
+
+
+def _probe_exec_sandbox(workspace: Any) -> None:
+    """Probe the OS sandbox once at start-up; it is logged (loudly when there is none)."""
+    if workspace.settings.exec.enabled:
+        from repo_sandbox.exec.service import exec_service
+
+        exec_service(workspace).report()
 
 
 def _serve_http(workspace: Any) -> int:

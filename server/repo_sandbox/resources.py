@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from repo_sandbox import __version__
+from repo_sandbox.app import POLICY_URI
 from repo_sandbox.engine.select import report as search_report
 from repo_sandbox.runtime.assembly import AgentLoopState
 from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
-
-POLICY_URI: Final = "repo-sandbox://policy"
-STATUS_URI: Final = "repo-sandbox://status"
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from harness import mcp_client, serve_in_process
 
-from repo_sandbox import app
+from repo_sandbox import app, handlers
 from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline, Handler, ToolCall
 from repo_sandbox.workspace import Workspace
 
@@ -25,7 +25,7 @@ class RecordSessions:
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> RecordSessions:
     recorder = RecordSessions()
-    monkeypatch.setattr(app, "build_pipeline", lambda workspace, loop=None: CallPipeline(workspace, [recorder]))
+    monkeypatch.setattr(handlers, "build_pipeline", lambda workspace, loop=None: CallPipeline(workspace, [recorder]))
     return recorder
 
 

@@ -13,18 +13,11 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from repo_sandbox.audit.known import KnownSecrets
-from repo_sandbox.audit.redact import (
-    CapValues,
-    EventDict,
-    MaskSecretStrings,
-    Processor,
-    RedactSensitiveKeys,
-    mask_partial_ids,
-    shorten_home_paths,
-)
+if TYPE_CHECKING:
+    from repo_sandbox.audit.known import KnownSecrets
+    from repo_sandbox.audit.redact import EventDict, Processor
 
 CALL_EVENT: Final = "tool_call"
 """`event` of the one record written per tool call."""
@@ -64,6 +57,14 @@ class TimeStamper:
 def build_processors(*, redact: bool, max_value_chars: int, known: KnownSecrets | None = None) -> list[Processor]:
     """The chain a time-stamped event goes through, in order; the JSON rendering and the sink come after it.
     (`TimeStamper` runs first, when the event happens; these run later, on the writer thread.)"""
+    from repo_sandbox.audit.redact import (  # the redaction rules load when an audit log is written
+        CapValues,
+        MaskSecretStrings,
+        RedactSensitiveKeys,
+        mask_partial_ids,
+        shorten_home_paths,
+    )
+
     chain: list[Processor] = []
     if redact:
         chain += [RedactSensitiveKeys(known), mask_partial_ids, MaskSecretStrings(known), shorten_home_paths]

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from typing import Final
 
-from repo_sandbox.audit.patterns import mask_for
+from repo_sandbox.audit.labels import mask_for
 
 PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 PEM_END: Final = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")

@@ -13,7 +13,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from typing import Final
 
-from repo_sandbox.audit.patterns import is_mask, mask_for
+from repo_sandbox.audit.labels import is_mask, mask_for
 
 MIN_CHARS: Final = 8
 """Shorter values are not remembered."""

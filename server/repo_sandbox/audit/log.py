@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from repo_sandbox.audit.events import (
     CURRENT_CALL,
@@ -28,9 +28,11 @@ from repo_sandbox.audit.events import (
     render_json,
 )
 from repo_sandbox.audit.known import KnownSecrets
-from repo_sandbox.audit.redact import EventDict
 from repo_sandbox.audit.sink import AuditSink, BackgroundWriter, RotatingFileSink, StreamSink
 from repo_sandbox.config.model import AuditConfig
+
+if TYPE_CHECKING:
+    from repo_sandbox.audit.redact import EventDict, Processor
 
 Destination = Literal["off", "stderr", "file"]
 
@@ -44,12 +46,13 @@ class AuditLog:
         self.known_secrets = KnownSecrets()
         """Secret values seen in results or events; masked wherever they appear again (memory only)."""
         self._stamp = TimeStamper(clock)
-        self._processors = build_processors(
-            redact=config.redact, max_value_chars=config.max_value_chars, known=self.known_secrets
-        )
+        self._processors: list[Processor] = []
         self._sink: AuditSink | None = None
         self._writer: BackgroundWriter | None = None
         if self.destination != "off":
+            self._processors = build_processors(
+                redact=config.redact, max_value_chars=config.max_value_chars, known=self.known_secrets
+            )
             if self.destination == "stderr":
                 self._sink = StreamSink(stream)
             else:

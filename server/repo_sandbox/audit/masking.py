@@ -13,7 +13,9 @@ from collections import Counter
 from collections.abc import Iterator
 
 from repo_sandbox.audit.keys import mask_private_keys
-from repo_sandbox.audit.patterns import RULES, SecretRule, is_mask, mask_for
+from repo_sandbox.audit.labels import is_mask, mask_for
+from repo_sandbox.audit.patterns import RULES, SecretRule
+from repo_sandbox.audit.screen import SCREEN
 
 
 def _parts_worth_remembering(kind: str, secret: str) -> list[str]:
@@ -96,6 +98,11 @@ def _apply_rule_to_lines(
     return "".join(parts)
 
 
+def could_mask(text: str) -> bool:
+    """False only when `mask_text` would return `text` unchanged, finding nothing (remembered secrets aside)."""
+    return "PRIVATE KEY" in text or SCREEN.may_match(text, text.lower())
+
+
 def mask_text(
     text: str, counts: Counter[str] | None = None, found: set[str] | None = None, *, private_keys: bool = True
 ) -> str:
@@ -103,14 +110,23 @@ def mask_text(
     and `found` (if given) the secret values themselves.
 
     No rule matches across a newline, and every match contains one of its rule's hints, so each rule runs
-    only on the lines where a hint occurs (found with `str.find`, which is much faster than a regex scan).
+    only on the lines where a hint occurs (found with `str.find`, which is much faster than a regex scan);
+    before any of that, `screen.SCREEN` proves in two scans that most texts contain no hint at all.
     `private_keys=False` leaves key blocks to the caller (`mask_private_keys`), e.g. when `text` joins
     unrelated pieces and a BEGIN in one must not reach into the next.
     """
     counts = Counter[str]() if counts is None else counts
     if private_keys:
         text = mask_private_keys(text, counts, found)
-    folded: str | None = None
+    folded: str | None = text.lower()
+    if not SCREEN.may_match(text, folded):
+        return text  # no hint of any rule occurs: every rule would leave the text as it is
+    return apply_rules(text, folded, counts, found)
+
+
+def apply_rules(text: str, folded: str | None, counts: Counter[str], found: set[str] | None) -> str:
+    """Every rule in order, each where its hints occur in the text as the rules before it left it (no screen;
+    `folded` is `text.lower()` when known)."""
     for secret_rule in RULES:
         if secret_rule.fold:
             folded = text.lower() if folded is None else folded

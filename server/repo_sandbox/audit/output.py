@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from repo_sandbox.audit.keys import PEM_MARKER_BYTES, mask_key_lines, mask_private_keys
 from repo_sandbox.audit.known import KnownSecrets
-from repo_sandbox.audit.masking import mask_text
+from repo_sandbox.audit.masking import could_mask, mask_text
 from repo_sandbox.errors import SandboxError
 
 if TYPE_CHECKING:
@@ -40,7 +40,10 @@ class TextMasker:
         self.known = known
 
     def __call__(self, text: str, *, private_keys: bool = True) -> str:
-        text = mask_text(text, self.counts, self.found, private_keys=private_keys)
+        return self.remembered(mask_text(text, self.counts, self.found, private_keys=private_keys))
+
+    def remembered(self, text: str) -> str:
+        """Only the remembered secrets masked (for text that `masking.could_mask` cleared)."""
         return text if self.known is None else self.known.mask(text, self.counts)
 
     def private_keys(self, text: str) -> str:
@@ -50,19 +53,23 @@ class TextMasker:
         return mask_key_lines(lines, terminated=terminated, found=self.found)
 
 
+READ_WHOLE_BYTES: Final = 1024 * 1024
+"""Files up to this size are scanned for key blocks from one read; larger ones through a memory map."""
+
 LineSpan = tuple[int, int, bool]
 """(first, last, terminated): 1-based lines strictly inside a private key block of a file."""
 
 _NUMBERED: Final = re.compile(r"( *\d+\t)?(.*)", re.DOTALL)
 """read_file's `cat -n` prefix: the number right-aligned in 6 columns, then a tab."""
-_KEY_LIKE_LINE: Final = re.compile(
-    r"""^(?: *\d+\t)?[ \t"'`]*[A-Za-z0-9+/]{16,}={0,2}(?:\\n|[ \t"'`,;+)])*$""", re.MULTILINE
-)
+_KEY_LIKE_BODY: Final = r"""(?: *\d+\t)?[ \t"'`]*[A-Za-z0-9+/]{16,}={0,2}(?:\\n|[ \t"'`,;+)])*(?=\n|\Z)"""
 """A line that could be part of a private key; only then is the file scanned for key blocks."""
+_KEY_LIKE_FIRST_LINE: Final = re.compile(_KEY_LIKE_BODY)
+_KEY_LIKE_LATER_LINE: Final = re.compile("\n" + _KEY_LIKE_BODY)
+"""The same, after a newline: a literal first character lets the scan jump from line to line."""
 
 
 def _may_show_key_material(text: str) -> bool:
-    return _KEY_LIKE_LINE.search(text) is not None
+    return _KEY_LIKE_FIRST_LINE.match(text) is not None or _KEY_LIKE_LATER_LINE.search(text) is not None
 
 
 def private_key_spans(ws: Workspace, path: str) -> list[LineSpan]:
@@ -74,25 +81,33 @@ def private_key_spans(ws: Workspace, path: str) -> list[LineSpan]:
     try:
         if opened.size == 0:
             return []
+        if opened.size <= READ_WHOLE_BYTES:  # one read costs less than a mapping's set-up and page faults
+            data = os.pread(opened.fd, READ_WHOLE_BYTES + 1, 0)
+            if len(data) <= READ_WHOLE_BYTES:  # else it grew since: map it
+                return _key_spans_in(data)
         with mmap.mmap(opened.fd, 0, access=mmap.ACCESS_READ) as data:
-            if data.find(b"PRIVATE KEY-----") < 0:
-                return []
-            spans: list[LineSpan] = []
-            line, counted_to, begin_line = 1, 0, None
-            for marker in PEM_MARKER_BYTES.finditer(data):  # pyright: ignore[reportCallIssue, reportArgumentType]
-                line += data[counted_to : marker.start()].count(b"\n")
-                counted_to = marker.start()
-                if marker.group(1) == b"BEGIN" and begin_line is None:
-                    begin_line = line
-                elif marker.group(1) == b"END" and begin_line is not None:
-                    if line > begin_line + 1:
-                        spans.append((begin_line + 1, line - 1, True))
-                    begin_line = None
-            if begin_line is not None:
-                spans.append((begin_line + 1, 1 << 62, False))
-            return spans
+            return _key_spans_in(data)
     finally:
         os.close(opened.fd)
+
+
+def _key_spans_in(data: bytes | mmap.mmap) -> list[LineSpan]:
+    if data.find(b"PRIVATE KEY-----") < 0:
+        return []
+    spans: list[LineSpan] = []
+    line, counted_to, begin_line = 1, 0, None
+    for marker in PEM_MARKER_BYTES.finditer(data):  # pyright: ignore[reportCallIssue, reportArgumentType]
+        line += data[counted_to : marker.start()].count(b"\n")
+        counted_to = marker.start()
+        if marker.group(1) == b"BEGIN" and begin_line is None:
+            begin_line = line
+        elif marker.group(1) == b"END" and begin_line is not None:
+            if line > begin_line + 1:
+                spans.append((begin_line + 1, line - 1, True))
+            begin_line = None
+    if begin_line is not None:
+        spans.append((begin_line + 1, 1 << 62, False))
+    return spans
 
 
 def _mask_lines_in_spans(lines: list[str], first_line: int, spans: list[LineSpan], mask: TextMasker) -> list[str]:
@@ -118,6 +133,12 @@ def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask:
     if not key_like and "PRIVATE KEY" not in content:  # no rule needs the `cat -n` prefixes taken off
         payload["content"] = mask(content)
         return
+    spans = private_key_spans(ws, payload["path"]) if key_like else []
+    if not spans and not could_mask(content):
+        # No key block in the file, and no rule can match these lines: not with their `cat -n` prefixes,
+        # nor without (a rule's hint lies within one line's text, so it would be found either way).
+        payload["content"] = mask.remembered(content)
+        return
     numbered = not (isinstance(arguments, dict) and arguments.get("line_numbers") is False)  # pyright: ignore[reportUnknownMemberType]
     prefixes: list[str] = []
     bodies: list[str] = []
@@ -126,10 +147,7 @@ def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask:
         prefix = (match.group(1) or "") if match else ""
         prefixes.append(prefix)
         bodies.append(line[len(prefix) :])
-    joined = "\n".join(bodies)
-    if key_like:
-        spans = private_key_spans(ws, payload["path"])
-        joined = "\n".join(_mask_lines_in_spans(bodies, payload["start_line"], spans, mask))
+    joined = "\n".join(_mask_lines_in_spans(bodies, payload["start_line"], spans, mask))
     bodies = mask(joined).split("\n")
     payload["content"] = "\n".join(prefix + body for prefix, body in zip(prefixes, bodies, strict=True))
 

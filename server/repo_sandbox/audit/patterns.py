@@ -13,6 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from repo_sandbox.audit.labels import is_mask, mask_for
+
+__all__ = ["RULES", "SecretRule", "is_mask", "mask_for", "rule"]
+
 _B: Final = r"(?<![A-Za-z0-9_])"
 """Left boundary: the token does not continue a longer word."""
 
@@ -38,18 +42,6 @@ _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLACEHOLDER_STARTS: Final = ("$", "%(", "{", "<", "/", "~/", "./", "../", "@")
 
 
-def mask_for(kind: str, secret: str) -> str:
-    """`[REDACTED:kind]`, or a shorter mask when that would be longer than the secret."""
-    for mask in (f"[REDACTED:{kind}]", "[REDACTED]", "***"):
-        if len(mask) <= len(secret):
-            return mask
-    return "*" * len(secret)
-
-
-def is_mask(value: str) -> bool:
-    return value.startswith("[REDACTED") or (bool(value) and value.strip("*") == "")
-
-
 @dataclass(frozen=True, slots=True)
 class SecretRule:
     """One kind of secret: a pattern, the group that holds the secret, and cheap literals that gate it."""
@@ -66,6 +58,8 @@ class SecretRule:
     trigger: re.Pattern[str] | None = None
     """When set, finds the hints instead of `str.find`: a hint counts only where it matches (e.g. `password`
     followed by `=`); one regex pass is faster than many finds for hints as common as `key`."""
+    follow: str | None = None
+    """The pattern that follows a hint in `trigger`."""
 
     def secret_span(self, match: re.Match[str]) -> tuple[int, int]:
         for group in self.groups:
@@ -85,7 +79,7 @@ def rule(
 ) -> SecretRule:
     flags = re.IGNORECASE if fold else 0
     trigger = None if follow is None else re.compile("(?:" + "|".join(map(re.escape, hints)) + ")" + follow)
-    return SecretRule(kind, re.compile(pattern, flags), groups, hints, fold, keep, trigger)
+    return SecretRule(kind, re.compile(pattern, flags), groups, hints, fold, keep, trigger, follow)
 
 
 def _assigned_value_is_code(match: re.Match[str]) -> bool:

@@ -12,6 +12,7 @@ unmasked result never goes out because masking broke.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from typing import Any
@@ -71,7 +72,7 @@ class AuditStage:
                 error_code=error.get("code") if isinstance(error, dict) else None,  # pyright: ignore[reportUnknownMemberType]
                 error_category=error.get("category") if isinstance(error, dict) else None,  # pyright: ignore[reportUnknownMemberType]
                 duration_ms=outcome.duration_ms,
-                output_bytes=len(outcome.to_json().encode("utf-8", "surrogatepass")),
+                output_bytes=outcome.json_bytes(),
                 sandbox=sandbox if isinstance(sandbox, str) else None,
                 redactions=redactions if isinstance(redactions, int) else None,
             )
@@ -100,6 +101,7 @@ def _larger_than(value: Any, limit: int) -> bool:
     return False
 
 
+@functools.cache
 def _reports_redactions(tool: str) -> bool:
     spec = TOOLS_BY_NAME.get(tool)
     return spec is not None and all("redactions" in model.model_fields for model in spec.result_models)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+EXEC_CHECK_LATER: Final = "exec_check_later"
+"""Validation context key: leave the command policy's check (`validate_exec_config`, which loads the whole
+policy and runs its examples) to its first use; `repo-sandbox` over stdio runs it right after the handshake."""
 
 SandboxMode = Literal["auto", "bwrap", "bwrap-noproc", "landlock", "none"]
 """auto: the first that works of bwrap, bwrap-noproc (containers), landlock; none only when chosen (or nothing
@@ -102,7 +106,9 @@ class ExecConfig(_Section):
     """Longest command line."""
 
     @model_validator(mode="after")
-    def _policy_holds(self) -> ExecConfig:
+    def _policy_holds(self, info: ValidationInfo) -> ExecConfig:
+        if isinstance(info.context, dict) and info.context.get(EXEC_CHECK_LATER):  # pyright: ignore[reportUnknownMemberType]
+            return self  # `CommandPolicy.from_config` checks it before any command is judged
         from repo_sandbox.policy.commands import validate_exec_config
 
         validate_exec_config(self)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
+from repo_sandbox.config.exec_model import EXEC_CHECK_LATER
 from repo_sandbox.config.model import Settings
 
 ENV_PREFIX: Final = "REPO_SANDBOX_"
@@ -52,6 +52,8 @@ def _parse_env_value(raw: str, annotation: Any) -> Any:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only with a config file: serving without one starts faster
+
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
@@ -109,8 +111,10 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     overrides: Mapping[tuple[str, str], Any] | None = None,
     cwd: Path | None = None,
+    exec_check_later: bool = False,
 ) -> Settings:
-    """Merge defaults, the TOML file, env overrides and CLI overrides, then validate.
+    """Merge defaults, the TOML file, env overrides and CLI overrides, then validate (`exec_check_later`: all
+    but the command policy's check, see `config.exec_model.EXEC_CHECK_LATER`).
 
     Raises:
         ConfigError: naming the file, env var or flag and the key that is wrong.
@@ -142,8 +146,10 @@ def load_settings(
         sources[(section, key)] = f"--{key.replace('_', '-')}"
         if (section, key) == ("workspace", "root"):
             root_base = cwd
+    if exec_check_later:
+        merged.setdefault("exec", {})  # validated here with the context (a default would be built without it)
     try:
-        settings = Settings.model_validate(merged)
+        settings = Settings.model_validate(merged, context={EXEC_CHECK_LATER: exec_check_later})
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(exc, sources, file_label)) from exc
     root = (root_base / settings.workspace.root).resolve()

@@ -39,7 +39,7 @@ from repo_sandbox.exec._gitscan import (
     loose_tree,
     pack_object_count,
 )
-from repo_sandbox.exec._inotify import WATCH_MASK, DirWatch
+from repo_sandbox.tree.watch import WATCH_MASK, DirWatch
 
 __all__ = ["GitNames", "NeedleSearch", "component_haystack"]
 

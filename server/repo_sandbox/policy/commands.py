@@ -4,7 +4,8 @@
 pipeline is judged by its program's rule (`policy.programs`, `policy.find`, `policy.git`, or an operator rule
 from `[exec.rules.NAME]`); the pipeline's decision is the strictest of its stages (ALLOW < ASK < DENY). Rules
 carry example command lines that must be allowed or denied; `check_examples` runs them whenever a policy is
-built from configuration, so a rule that no longer does what its examples say stops the server from starting.
+built from configuration, so a rule that no longer does what its examples say stops the server from starting
+(`repo-sandbox` over stdio runs the check right after the handshake, and stops then).
 """
 
 from __future__ import annotations
@@ -97,6 +98,17 @@ class CommandPolicy:
 
     @classmethod
     def from_config(cls, config: ExecConfig, deny_patterns: Iterable[str] = ()) -> CommandPolicy:
+        """The policy of a configuration, which is checked first (`validate_exec_config`, once per configuration):
+        loading the settings may have left that check for later.
+
+        Raises:
+            ValueError: the configuration does not hold (unknown names, redefined built-ins, failing examples).
+        """
+        validate_exec_config(config)
+        return cls._build(config, deny_patterns)
+
+    @classmethod
+    def _build(cls, config: ExecConfig, deny_patterns: Iterable[str] = ()) -> CommandPolicy:
         rules = builtin_rules(deny_patterns)
         for name, rule_config in config.rules.items():
             rules[name] = rule_from_config(name, rule_config)
@@ -194,5 +206,5 @@ def _validate_cached(key: str, config: ExecConfig) -> None:
     both = sorted(set(config.allow) & set(config.ask))
     if both:
         raise ValueError(f"allow and ask both list {', '.join(both)}")
-    CommandPolicy.from_config(config).check_examples(DenyList(DEFAULT_DENY))
+    CommandPolicy._build(config).check_examples(DenyList(DEFAULT_DENY))  # pyright: ignore[reportPrivateUsage]
     _validated.add(key)

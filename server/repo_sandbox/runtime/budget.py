@@ -46,7 +46,7 @@ class BudgetStage:
         degraded = self._degrade(spend, call)
         outcome = await call_next(call)
         spend.calls += 1
-        spend.output_bytes += len(outcome.to_json().encode("utf-8", "surrogatepass"))
+        spend.output_bytes += outcome.json_bytes()
         if call.tool == EXEC_TOOL:
             spend.exec_s += _exec_seconds(outcome)
         if degraded is not None and not outcome.is_error:

@@ -51,19 +51,31 @@ class CallContext:
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
-    """A finished call: the structured payload and whether it is an error."""
+    """A finished call: the structured payload and whether it is an error.
+
+    The payload is not changed once the outcome exists (a stage that changes a result builds a new outcome),
+    so its JSON text is serialised once, by whichever of the budget, the audit and the transport asks first.
+    """
 
     tool: str
     payload: dict[str, Any]
     is_error: bool
     duration_ms: float
+    _json: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def error_code(self) -> str | None:
         return self.payload["error"]["code"] if self.is_error else None
 
     def to_json(self) -> str:
-        return json.dumps(self.payload, ensure_ascii=False)
+        if self._json is None:
+            object.__setattr__(self, "_json", json.dumps(self.payload, ensure_ascii=False))
+        return self._json  # pyright: ignore[reportReturnType]  # set just above
+
+    def json_bytes(self) -> int:
+        """Size of the JSON text in UTF-8 (lone surrogates counted as written by `surrogatepass`)."""
+        text = self.to_json()
+        return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 @dataclass(slots=True)

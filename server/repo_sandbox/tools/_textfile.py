@@ -10,6 +10,10 @@ from typing import Final
 SNIFF_BYTES: Final = 8192
 """Binary detection looks at this many leading bytes (as git and ripgrep do)."""
 CHUNK_BYTES: Final = 1024 * 1024
+WHOLE_FILE_BYTES: Final = CHUNK_BYTES
+"""Files up to this size are read into memory at once; larger ones are streamed in chunks."""
+LINE_SEEK_BLOCKS: Final = (8192, 256)
+NEWLINE: Final = ord("\n")
 UTF8_BOM: Final = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark some editors write first; it is not part of the text."""
 MAX_INVALID_RATIO: Final = 0.3
@@ -43,6 +47,48 @@ class RawLine:
     data: bytes
     length: int
     newline: bool
+
+
+def read_whole(fd: int) -> bytes | None:
+    """The whole file in one read, or None when it holds more than `WHOLE_FILE_BYTES` (stream it instead)."""
+    data = os.pread(fd, WHOLE_FILE_BYTES + 1, 0)
+    return data if len(data) <= WHOLE_FILE_BYTES else None
+
+
+def count_lines_in(data: bytes) -> int:
+    """Newlines, plus one for a last line without its newline."""
+    return data.count(b"\n") + (1 if data and data[-1] != NEWLINE else 0)
+
+
+def after_newlines(data: bytes, start: int, count: int) -> int:
+    """Offset just after the `count`th newline from `start` (len(data) when there are fewer): the start of
+    line `count + 1` when `start` is 0, the end of `count` lines from `start`. Whole blocks are skipped by
+    counting their newlines (large blocks, then small ones), only the last few lines one by one."""
+    position, to_skip = start, count
+    for block in LINE_SEEK_BLOCKS:
+        while to_skip:
+            block_end = min(position + block, len(data))
+            in_block = data.count(b"\n", position, block_end)
+            if in_block >= to_skip:
+                break
+            if block_end == len(data):
+                return len(data)
+            position, to_skip = block_end, to_skip - in_block
+    for _ in range(to_skip):
+        position = data.index(b"\n", position) + 1
+    return position
+
+
+def lines_in(data: bytes, start: int, *, keep_bytes: int) -> Iterator[RawLine]:
+    """The lines of an in-memory file from offset `start`, as `iter_lines` yields them from a file."""
+    position, size = start, len(data)
+    while position < size:
+        end = data.find(b"\n", position)
+        if end < 0:
+            yield RawLine(data[position : min(size, position + keep_bytes)], size - position, False)
+            return
+        yield RawLine(data[position : min(end, position + keep_bytes)], end - position, True)
+        position = end + 1
 
 
 def iter_lines(fd: int, *, keep_bytes: int) -> Iterator[RawLine]:

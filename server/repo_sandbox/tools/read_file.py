@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from collections.abc import Iterable
+from typing import Annotated, Final
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from repo_sandbox.errors import BinaryFileError, FileTooLargeError, InvalidArgumentsError
+from repo_sandbox.policy.paths import OpenedFile
 from repo_sandbox.tools._results import OutputMeter, Paged
 from repo_sandbox.tools._textfile import (
+    SNIFF_BYTES,
     UTF8_BOM,
+    WHOLE_FILE_BYTES,
     RawLine,
+    after_newlines,
+    count_lines_in,
     count_newlines_from,
     iter_lines,
     line_text,
+    lines_in,
     looks_binary,
     read_head,
+    read_whole,
 )
 from repo_sandbox.workspace import Workspace
 
@@ -31,6 +40,10 @@ Example: {"path": "src/app/main.py", "offset": 120, "limit": 60}
 Common mistake: reading a whole large file to find one function; use search_text to find the line
 first, then read around it with offset/limit. Paths are relative to the repository root.
 """
+
+
+INLINE_READ_BYTES: Final = 256 * 1024
+"""Files up to this size are read on the event loop (well under a millisecond of work)."""
 
 
 class ReadFileArgs(BaseModel):
@@ -66,14 +79,29 @@ def _render(number: int, text: str, newline: bool, line_numbers: bool) -> str:
     return f"{number:>6}\t{text}{end}" if line_numbers else f"{text}{end}"
 
 
+async def read_file_tool(ws: Workspace, args: ReadFileArgs, context: object) -> ReadFileResult:
+    """The tool body: the file is opened on the event loop (the jail's checks are metadata calls) and, when
+    small, read right there (handing it to a worker thread costs more); a larger file is read in a thread."""
+    opened = ws.jail.open_file(args.path)
+    if opened.size <= INLINE_READ_BYTES:
+        return read_opened(ws, args, opened)
+    os.close(opened.fd)  # reopened (and checked again) in the thread: nothing is left open if this call is cancelled
+    return await anyio.to_thread.run_sync(read_file, ws, args)
+
+
 def read_file(ws: Workspace, args: ReadFileArgs) -> ReadFileResult:
     """Read lines [offset, offset + limit) of a file, within the output cap.
 
     Raises:
         SandboxError: jail refusals, file_too_large, binary_file, invalid_arguments (offset past the end).
     """
+    return read_opened(ws, args, ws.jail.open_file(args.path))
+
+
+def read_opened(ws: Workspace, args: ReadFileArgs, opened: OpenedFile) -> ReadFileResult:
+    """`read_file` of a file the jail opened; closes it. A file of up to `WHOLE_FILE_BYTES` is read at once
+    and its page cut from memory; a larger one is streamed (bounded memory). Both give the same result."""
     limits = ws.limits
-    opened = ws.jail.open_file(args.path)
     try:
         if opened.size > limits.max_file_bytes:
             raise FileTooLargeError(
@@ -82,12 +110,16 @@ def read_file(ws: Workspace, args: ReadFileArgs) -> ReadFileResult:
                 size_bytes=opened.size,
                 max_file_bytes=limits.max_file_bytes,
             )
-        head = read_head(opened.fd)
+        data = read_whole(opened.fd) if opened.size <= WHOLE_FILE_BYTES else None
+        head = read_head(opened.fd) if data is None else data[:SNIFF_BYTES]
         if looks_binary(head):
             raise BinaryFileError(f"'{args.path}' looks like a binary file.", path=args.path, size_bytes=opened.size)
         has_bom = head.startswith(UTF8_BOM)
-        newlines, last = count_newlines_from(opened.fd, 0)
-        total_lines = newlines + (1 if opened.size and last != b"\n" else 0)
+        if data is None:
+            newlines, last = count_newlines_from(opened.fd, 0)
+            total_lines = newlines + (1 if opened.size and last != b"\n" else 0)
+        else:
+            total_lines = count_lines_in(data)
         if args.offset > max(total_lines, 1):
             raise InvalidArgumentsError(
                 f"offset {args.offset} is past the end of '{args.path}', which has {total_lines} lines.",
@@ -97,33 +129,23 @@ def read_file(ws: Workspace, args: ReadFileArgs) -> ReadFileResult:
             )
         meter = OutputMeter(limits.max_output_bytes)
         meter.try_add(OutputMeter.cost(opened.rel_path))
-        keep = limits.max_line_chars * 4 + 4
-        parts: list[str] = []
-        end_line = args.offset - 1
-        stop = args.offset + args.limit
-        for number, line in enumerate(iter_lines(opened.fd, keep_bytes=keep), start=1):
-            if number < args.offset:
-                continue
-            if number >= stop:
-                break
-            raw = line
-            if number == 1 and has_bom:
-                raw = RawLine(line.data[len(UTF8_BOM) :], line.length - len(UTF8_BOM), line.newline)
-            text = line_text(raw, limits.max_line_chars)
-            rendered = _render(number, text, raw.newline, args.line_numbers)
-            if not meter.try_add(OutputMeter.cost(rendered)):
-                if parts:
-                    break
-                rendered = rendered[: max(meter.remaining // 6, 1)] + "... [cut to fit the output limit]"
-                meter.try_add(OutputMeter.cost(rendered))
-            parts.append(rendered)
-            end_line = number
+        page = None if data is None else _plain_page(data, args, meter, limits.max_line_chars)
+        if page is None:
+            keep = limits.max_line_chars * 4 + 4
+            if data is None:
+                lines = enumerate(iter_lines(opened.fd, keep_bytes=keep), start=1)
+            else:
+                lines = enumerate(
+                    lines_in(data, after_newlines(data, 0, args.offset - 1), keep_bytes=keep), args.offset
+                )
+            page = _page(lines, args, has_bom, meter, limits.max_line_chars)
     finally:
         os.close(opened.fd)
+    content, end_line = page
     more = end_line < total_lines
     return ReadFileResult(
         path=opened.rel_path,
-        content="".join(parts),
+        content=content,
         start_line=args.offset,
         end_line=end_line,
         total_lines=total_lines,
@@ -132,3 +154,60 @@ def read_file(ws: Workspace, args: ReadFileArgs) -> ReadFileResult:
         size_bytes=opened.size,
         encoding="utf-8-sig" if has_bom else "utf-8",
     )
+
+
+def _page(
+    lines: Iterable[tuple[int, RawLine]], args: ReadFileArgs, has_bom: bool, meter: OutputMeter, max_chars: int
+) -> tuple[str, int]:
+    """The rendered lines [offset, offset + limit) of numbered `lines`, within the meter, and the last number."""
+    parts: list[str] = []
+    end_line = args.offset - 1
+    stop = args.offset + args.limit
+    for number, line in lines:
+        if number < args.offset:
+            continue
+        if number >= stop:
+            break
+        raw = line
+        if number == 1 and has_bom:
+            raw = RawLine(line.data[len(UTF8_BOM) :], line.length - len(UTF8_BOM), line.newline)
+        text = line_text(raw, max_chars)
+        rendered = _render(number, text, raw.newline, args.line_numbers)
+        if not meter.try_add(OutputMeter.cost(rendered)):
+            if parts:
+                break
+            rendered = rendered[: max(meter.remaining // 6, 1)] + "... [cut to fit the output limit]"
+            meter.try_add(OutputMeter.cost(rendered))
+        parts.append(rendered)
+        end_line = number
+    return "".join(parts), end_line
+
+
+def _plain_page(data: bytes, args: ReadFileArgs, meter: OutputMeter, max_chars: int) -> tuple[str, int] | None:
+    """`_page`'s result in a few whole-page operations, when the page is ASCII, no line needs cutting and it
+    fits the meter (None otherwise). The meter charges each rendered line as a JSON string; JSON escapes
+    characters one by one, so those charges add up to the page's charge plus two quotes per extra line."""
+    start = after_newlines(data, 0, args.offset - 1)
+    region = data[start : after_newlines(data, start, args.limit)]
+    if not region.isascii():  # also rules out a byte-order mark
+        return None
+    lines = region.decode("ascii").split("\n")
+    last = lines.pop()  # "" when the region ends with a newline, else the file's unterminated last line
+    if last:
+        lines.append(last)
+    if not lines:
+        return "", args.offset - 1
+    if max(map(len, lines)) > max_chars:
+        return None
+    if args.line_numbers:  # one formatting of the whole page: `%6d\t%s\n` is `_render`'s format
+        fields: list[int | str] = [0] * (2 * len(lines))
+        fields[0::2] = range(args.offset, args.offset + len(lines))
+        fields[1::2] = lines
+        content = ("%6d\t%s\n" * len(lines)) % tuple(fields)
+        if last:
+            content = content[:-1]
+    else:
+        content = region.decode("ascii")
+    if not meter.try_add(OutputMeter.cost(content) + 2 * (len(lines) - 1)):
+        return None
+    return content, args.offset + len(lines) - 1

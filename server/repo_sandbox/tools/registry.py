@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Union, cast
+from typing import Any, Final, Union
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -38,31 +38,34 @@ class ToolSpec:
     def output_schema(self) -> dict[str, Any]:
         """`anyOf` the success shapes and the error shape, with an object root (TypeScript clients need it).
 
-        Each branch is a `$ref` to its definition; references inside the definitions are inlined, so a
-        client validating a page of a thousand rows resolves no reference per row.
-        """
+        The `$defs` are written in place of their `$ref`s: the same schema, which clients validate every
+        result against faster (no reference to resolve per object)."""
         union: Any = Union[(*self.result_models, ToolFailure)]  # a runtime-built union
         schema = TypeAdapter[Any](union).json_schema()
+        schema = inline_refs(schema, schema.pop("$defs", {}))
         schema["type"] = "object"
-        definitions: dict[str, Any] = schema.get("$defs", {})
-        branches = {branch["$ref"].rsplit("/", 1)[-1] for branch in schema.get("anyOf", ()) if "$ref" in branch}
-        schema["$defs"] = {name: _inlined(definitions[name], definitions, (name,)) for name in sorted(branches)}
         return schema
 
 
-def _inlined(node: Any, definitions: dict[str, Any], within: tuple[str, ...]) -> Any:
-    """`node` with every local `$ref` replaced by its definition (a recursive one is left as it is)."""
-    if isinstance(node, list):
-        return [_inlined(item, definitions, within) for item in cast(list[Any], node)]
-    if not isinstance(node, dict):
-        return node
-    mapping = cast(dict[str, Any], node)
-    ref = mapping.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/") and len(mapping) == 1:
-        name = ref.rsplit("/", 1)[-1]
-        if name not in within:
-            return _inlined(definitions[name], definitions, (*within, name))
-    return {key: _inlined(value, definitions, within) for key, value in mapping.items()}
+def inline_refs(schema: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    """`schema` with every `{"$ref": "#/$defs/X"}` replaced by X (its own sibling keywords kept beside it)."""
+    if isinstance(schema, list):
+        return [inline_refs(item, defs, seen) for item in schema]  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(schema, dict):
+        return schema
+    items: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
+    ref = items.get("$ref")
+    if not isinstance(ref, str):
+        return {key: inline_refs(value, defs, seen) for key, value in items.items()}
+    name = ref.removeprefix("#/$defs/")
+    if name in seen or name not in defs:
+        raise ValueError(f"cannot inline {ref!r} (recursive or unknown)")
+    target = inline_refs(defs[name], defs, (*seen, name))
+    siblings = {key: inline_refs(value, defs, seen) for key, value in items.items() if key != "$ref"}
+    return {**target, **siblings} if set(siblings) <= _ANNOTATIONS else {"allOf": [target, siblings]}
+
+
+_ANNOTATIONS: Final = frozenset({"title", "description", "default", "examples"})
 
 
 TOOLS: Final[tuple[ToolSpec, ...]] = (
@@ -80,7 +83,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         description=read_file.DESCRIPTION,
         args_model=read_file.ReadFileArgs,
         result_models=(read_file.ReadFileResult,),
-        body=read_file.read_file,
+        body=read_file.read_file_tool,
     ),
     ToolSpec(
         name="search_text",

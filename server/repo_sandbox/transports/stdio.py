@@ -1,13 +1,202 @@
-"""Serve over stdio: stdout carries only protocol messages; logs go to stderr."""
+"""Serve over stdio: stdout carries only protocol messages; logs go to stderr.
+
+The SDK's `stdio_server` reads and writes through worker threads (`anyio.wrap_file`): a readline, a write
+and a flush per exchange, each a thread hop (~a third of read_file's server time). Here the event loop
+reads and writes the pipes itself, with the same contract:
+- framing: one JSON-RPC message per line, UTF-8 (undecodable input bytes become U+FFFD); a line that is
+  not a valid message reaches the server as the parse exception, as with the SDK;
+- the stream claim: while serving, fd 0 reads the null device and fd 1 writes to stderr, so children and
+  stray prints never touch the wire; the wire is served from private close-on-exec duplicates, and fd 0/1
+  and their blocking mode are restored on exit.
+Descriptors that cannot be polled (a regular file: `repo-sandbox < requests.jsonl`) use the SDK's transport.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import logging
+import os
+import select
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
+from mcp.shared.message import SessionMessage
 
 from repo_sandbox.app import build_server
 from repo_sandbox.workspace import Workspace
 
+READ_CHUNK = 1 << 16
 
-def serve_stdio(workspace: Workspace) -> None:
+logger = logging.getLogger("repo_sandbox")
+
+Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
+
+
+class StopServing(Exception):
+    """Raised by `after_handshake` to end the server: `message` goes to stderr, `code` is the exit status."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def serve_stdio(workspace: Workspace, *, after_handshake: Callable[[], None] | None = None) -> int:
+    """Serve until stdin closes; returns the exit status.
+
+    `after_handshake` runs in a daemon thread once the first answer (to `initialize`) is written, so that
+    start-up work the handshake does not need does not delay it; it may raise `StopServing`.
+    """
     server = build_server(workspace)
-    anyio.run(server.run_stdio_async)
+    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what MCPServer.run_stdio_async runs
+    stopped: list[StopServing] = []
+
+    async def serve() -> None:
+        token = anyio.lowlevel.current_token()
+        with anyio.CancelScope() as scope:
+
+            def work() -> None:
+                try:
+                    if after_handshake is not None:
+                        after_handshake()
+                except StopServing as stop:
+                    stopped.append(stop)
+                    with contextlib.suppress(RuntimeError):  # the server has already ended
+                        anyio.from_thread.run_sync(scope.cancel, token=token)
+                except Exception:
+                    logger.exception("start-up work after the handshake failed")
+
+            def answered() -> None:
+                threading.Thread(target=work, name="repo-sandbox-after-handshake", daemon=True).start()
+
+            async with stdio_streams(after_first_message=answered) as (read_stream, write_stream):
+                await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    anyio.run(serve)
+    if stopped:
+        print(stopped[0].message, file=sys.stderr)
+        return stopped[0].code
+    return 0
+
+
+def stdio_streams(after_first_message: Callable[[], None] = lambda: None) -> AbstractAsyncContextManager[Any]:
+    """The message streams over this process's stdin/stdout: the event loop's own when both can be polled.
+    `after_first_message` is called once the first message is written (at once with the SDK's transport)."""
+    if _pollable(sys.stdin, 0, select.EPOLLIN) and _pollable(sys.stdout, 1, select.EPOLLOUT):
+        return _loop_stdio(after_first_message)
+    after_first_message()
+    return stdio_server()
+
+
+def _pollable(stream: Any, fd: int, events: int) -> bool:
+    try:
+        if stream.buffer.fileno() != fd:
+            return False
+        with select.epoll() as probe:
+            probe.register(fd, events)
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+class _Claim:
+    """fd 0 or 1 diverted (to the null device, or to stderr) while the wire is served from a private duplicate."""
+
+    def __init__(self, fd: int, diversion: int) -> None:
+        self.fd = fd
+        self.wire = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        self.was_blocking = os.get_blocking(self.wire)
+        try:
+            os.dup2(diversion, fd)
+        finally:
+            os.close(diversion)
+        os.set_blocking(self.wire, False)  # the flag belongs to the open file: restored before the fd is
+
+    def release(self) -> None:
+        os.set_blocking(self.wire, self.was_blocking)
+        os.dup2(self.wire, self.fd)
+        os.close(self.wire)
+
+
+@asynccontextmanager
+async def _loop_stdio(after_first_message: Callable[[], None]) -> AsyncIterator[Streams]:
+    stdin = _Claim(0, os.open(os.devnull, os.O_RDONLY))
+    try:
+        stdout = _Claim(1, os.dup(2))
+    except BaseException:
+        stdin.release()
+        raise
+    try:
+        read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+        write_stream, write_reader = create_context_streams[SessionMessage](0)
+
+        async def read_messages() -> None:
+            async with read_writer:
+                async for line in _lines(stdin.wire):
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(
+                            line.decode("utf-8", "replace"), by_name=False
+                        )
+                    except Exception as exc:  # noqa: BLE001  # the server answers a bad line, as with the SDK
+                        await read_writer.send(exc)
+                        continue
+                    await read_writer.send(SessionMessage(message))
+
+        async def write_messages() -> None:
+            first = True
+            async with write_reader:
+                async for session_message in write_reader:
+                    text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await _write_all(stdout.wire, (text + "\n").encode("utf-8"))
+                    if first:
+                        first = False
+                        after_first_message()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read_messages)
+            tasks.start_soon(write_messages)
+            yield read_stream, write_stream
+    finally:
+        stdout.release()
+        stdin.release()
+
+
+async def _lines(fd: int) -> AsyncIterator[bytes]:
+    """The lines read from a non-blocking fd (each with its newline; the last one may lack it)."""
+    pending = bytearray()
+    while True:
+        try:
+            chunk = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+            continue
+        if not chunk:
+            break
+        searched = len(pending)
+        pending += chunk
+        start = 0
+        while (end := pending.find(b"\n", searched)) >= 0:
+            yield bytes(pending[start : end + 1])
+            start = searched = end + 1
+        del pending[:start]
+    if pending:
+        yield bytes(pending)
+
+
+async def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            await anyio.wait_writable(fd)

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from repo_sandbox import app
+from repo_sandbox import handlers
 from repo_sandbox.errors import IOFailureError
 from repo_sandbox.runtime.clock import FakeClock
 from repo_sandbox.testing import Mode, ServerFactory, Session, open_session
@@ -187,7 +187,7 @@ FAULTY = (
 
 @pytest.fixture
 def faulty_tools(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(app, "TOOLS", (*TOOLS, *FAULTY))
+    monkeypatch.setattr(handlers, "TOOLS", (*TOOLS, *FAULTY))
     for spec in FAULTY:
         monkeypatch.setitem(TOOLS_BY_NAME, spec.name, spec)
     FLAKY_CALLS.clear()

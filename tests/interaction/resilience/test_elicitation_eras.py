@@ -12,7 +12,7 @@ from mcp import Client, MCPError
 from mcp.types import CallToolResult, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from repo_sandbox import app
+from repo_sandbox import handlers
 from repo_sandbox.errors import ApprovalDeniedError, ApprovalRequiredError
 from repo_sandbox.runtime.approvals import APPROVE, Approve
 from repo_sandbox.runtime.pipeline import CallContext
@@ -142,7 +142,7 @@ PROBE = ToolSpec(
 
 @pytest.fixture
 def probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    monkeypatch.setattr(app, "TOOLS", (*TOOLS, PROBE))
+    monkeypatch.setattr(handlers, "TOOLS", (*TOOLS, PROBE))
     monkeypatch.setitem(TOOLS_BY_NAME, PROBE.name, PROBE)
     RUNS.clear()
     yield RUNS

@@ -1,0 +1,121 @@
+"""The event loop's own stdio transport: line framing, large messages both ways, the stream claim (children and
+stray writes never touch the wire, fd 0/1 and their blocking mode restored), and the SDK's transport for
+descriptors that cannot be polled."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+ECHO_SERVER = textwrap.dedent(
+    """
+    import os, sys, anyio
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+    from repo_sandbox.transports.stdio import stdio_streams
+
+    async def main():
+        before = [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (0, 1)]
+        firsts = []
+        async with stdio_streams(after_first_message=lambda: firsts.append(1)) as (read_stream, write_stream):
+            async with write_stream:  # closing it ends the writer, as the server does when the client leaves
+                await serve(read_stream, write_stream)
+        after = [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (0, 1)]
+        print(f"restored={before == after} blocking={os.get_blocking(0) and os.get_blocking(1)} firsts={len(firsts)}",
+              file=sys.stderr)
+
+    async def serve(read_stream, write_stream):
+        async for message in read_stream:
+            if isinstance(message, Exception):
+                reply = {"jsonrpc": "2.0", "method": "notifications/message",
+                         "params": {"level": "error", "data": "bad line"}}
+            else:
+                os.write(1, b"stray output\\n")  # fd 1 is stderr while serving
+                request = message.message
+                reply = {"jsonrpc": "2.0", "id": request.id,
+                         "result": {"params": request.params, "stdin": os.read(0, 10).decode()}}
+            await write_stream.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(reply)))
+
+    anyio.run(main)
+    """
+)
+
+
+def request(number: int, **params: object) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": number, "method": "ping", "params": params}).encode()
+
+
+def test_messages_are_framed_by_lines_and_large_ones_cross_the_pipes_whole() -> None:
+    big = "x" * 300_000  # several reads in, several writes out (more than a pipe holds)
+    stream = b"".join(
+        [
+            request(1, n=1) + b"\n" + request(2, n=2)[:10],  # two in one write, the second split
+            request(2, n=2)[10:] + b"\r\n",  # ... and ended by CRLF
+            b"this is not json\n",
+            request(3, text=big) + b"\n",
+            request(4, text="caf-").replace(b"caf-", b"caf\xc3\xa9 \xff") + b"\n",  # invalid UTF-8: U+FFFD
+            request(5),  # the last line without its newline
+        ]
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", ECHO_SERVER], input=stream, capture_output=True, timeout=60, check=True
+    )
+    replies = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert [reply.get("id") for reply in replies] == [1, 2, None, 3, 4, 5]
+    assert replies[2]["params"]["data"] == "bad line"
+    assert replies[3]["result"]["params"]["text"] == big
+    assert replies[4]["result"]["params"]["text"] == "café \ufffd"
+    assert all(reply["result"]["stdin"] == "" for reply in replies if "id" in reply)  # fd 0 read the null device
+    assert b"stray output" not in done.stdout
+    assert done.stderr.count(b"stray output") == 5
+    assert b"restored=True blocking=True firsts=1" in done.stderr
+
+
+def test_a_regular_file_as_stdin_is_served_by_the_sdk_transport(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps(INITIALIZE) + "\n")
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [REPO_SANDBOX, "--root", str(tmp_path)], stdin=stdin, capture_output=True, timeout=60, check=True
+        )
+    (reply,) = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "repo-sandbox"
+
+
+def test_a_failing_command_policy_stops_the_server_after_the_handshake(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[exec]\nallow = ["cat", "md5sum"]\n'
+        '[exec.rules.md5sum]\nflags = ["-b"]\nallow_examples = ["md5sum -b a"]\ndeny_examples = ["md5sum -b b"]\n'
+    )
+    server = subprocess.Popen(
+        [REPO_SANDBOX, "--root", str(tmp_path), "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    try:
+        server.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1  # answered first
+        assert server.wait(timeout=60) == 2  # then stopped, with its stdin still open
+        error = server.stderr.read()
+    finally:
+        if server.poll() is None:
+            server.kill()
+        for pipe in (server.stdin, server.stdout, server.stderr):
+            pipe.close()
+        server.wait()
+    assert b"configuration error" in error and b"deny example 'md5sum -b b' was allowed" in error
