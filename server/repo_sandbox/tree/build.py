@@ -167,13 +167,10 @@ class Builder:
             os.close(fd)
             fd = -1
         if fd < 0:  # no longer this directory: its parent's listing changed too
-            if node.rel == ".":
-                return False
-            parent = self.nodes.get(node.rel.rpartition("/")[0] or ".")
-            if parent is not None and parent is self.previous.get(parent.rel):
-                return self.relist(parent)
-            self.drop(node.rel)
-            return True
+            parent = self.nodes.get(node.rel.rpartition("/")[0] or ".") if node.rel != "." else None
+            if parent is None or parent is not self.previous.get(parent.rel):
+                return False  # the root, or a race with a re-listing done just now: rebuild
+            return self.relist(parent)
         try:
             new = self._list(fd, node.rel, node.depth, node.inherited, node.wd)
             kept = {name for _, name in new.dirs}
@@ -185,6 +182,16 @@ class Builder:
         finally:
             os.close(fd)
         return True
+
+    def unlisted_children(self) -> list[Node]:
+        """Directories with a subdirectory the walk would enter that has no node (which only a race between
+        re-listings can cause): listing them again makes the index whole."""
+        nodes = self.nodes
+        return [
+            node
+            for node in nodes.values()
+            if not (node.cut or node.retry) and any(node.child_rel(name) not in nodes for _, name in node.dirs)
+        ]
 
     def _recheck_child(self, parent: Node, parent_fd: int, name: str) -> None:
         rel = parent.child_rel(name)

@@ -235,6 +235,12 @@ class TreeIndex:
             if not builder.relist(node):
                 self._rebuild(snapshot.nodes)
                 return
+        for node in builder.unlisted_children():
+            if nodes.get(node.rel) is node and not builder.relist(node):
+                break
+        if builder.unlisted_children():  # still not whole: never publish a partial listing
+            self._rebuild(snapshot.nodes)
+            return
         self._publish(nodes)
 
     def _publish(self, nodes: dict[str, Node]) -> None:
