@@ -243,6 +243,23 @@ def test_too_many_trees_fail_closed_until_the_packs_change(
     assert found(names) == frozenset()
 
 
+def test_an_unreadable_loose_object_fails_closed(names: GitNames, clean_repo: Path) -> None:
+    assert found(names) == frozenset()
+    write(clean_repo / ".git" / "objects" / "ab" / ("c" * 38), "not zlib data")
+    assert names.found() is None
+    (clean_repo / ".git" / "objects" / "ab" / ("c" * 38)).unlink()
+    (clean_repo / ".git" / "objects" / "ab").rmdir()
+    assert found(names) == frozenset()
+
+
+def test_a_failing_git_fails_closed(clean_repo: Path) -> None:
+    scanner = GitNames(str(clean_repo / ".git"), shutil.which("false") or "/bin/false", dict, NEEDLES)
+    try:
+        assert scanner.found() is None
+    finally:
+        scanner.close()
+
+
 def test_without_git_nothing_is_known(clean_repo: Path) -> None:
     scanner = GitNames(str(clean_repo / ".git"), None, dict, NEEDLES)
     assert scanner.found() is None

@@ -167,13 +167,17 @@ class GitReader:
             while chunk := process.stdout.read(CHUNK):
                 if not consume(chunk):
                     stopped = True
-                    process.kill()
                     break
+        except BaseException:
+            stopped = True
+            raise
         finally:
-            timer.cancel()
+            if stopped:
+                process.kill()
             if process.stdout is not None:
                 process.stdout.close()
-            code = process.wait()
+            code = process.wait()  # still bounded by the timer
+            timer.cancel()
         if not stopped and code != 0:
             raise ScanError(f"git {args[0]} exited with {code}")
 
@@ -202,9 +206,15 @@ class GitReader:
 
         with open(idx_path, "rb") as idx:
             self.run(["show-index"], collect, stdin=idx)
-        entries = [line.split(b" ", 2) for line in bytes(listing).splitlines()]
-        entries.sort(key=lambda fields: int(fields[0]))
-        out.writelines(fields[1] + b"\n" for fields in entries)
+        entries: list[tuple[int, bytes]] = []
+        for line in bytes(listing).splitlines():
+            offset, _, rest = line.partition(b" ")
+            oid = rest.partition(b" ")[0]
+            if not offset.isdigit() or not oid:
+                raise ScanError(f"unexpected git show-index output for {idx_path}")
+            entries.append((int(offset), oid))
+        entries.sort()
+        out.writelines(oid + b"\n" for _, oid in entries)
 
     def tree_needles(self, needles: Iterable[bytes], ids: IO[bytes], trees: IO[bytes]) -> set[bytes] | None:
         """The needles in the trees among the objects listed in `ids`; None beyond MAX_TREES trees."""
