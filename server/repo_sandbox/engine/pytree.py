@@ -161,12 +161,17 @@ class _TreeSearch:
         self.batch = Batch(b"", self.capacity)
         self.view = memoryview(self.batch.data)
 
+    def head_ready(self) -> bool:
+        """Whether `ready` has something to give now (or must wait: more batches are queued than workers)."""
+        pending = self.pending
+        return bool(pending) and (len(pending) > WORKERS or pending[0][1].done())
+
     def ready(self, *, wait: bool) -> Iterator[FileHits]:
         """Results of the finished batches at the head of the queue (with `wait`, of every queued one);
         waits for the head anyway once more batches are queued than there are workers."""
         while self.pending:
             batch, future = self.pending[0]
-            if not wait and not future.done() and len(self.pending) <= WORKERS:
+            if not wait and not self.head_ready():
                 return
             candidates = future.result()
             self.pending.popleft()
@@ -268,7 +273,7 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
                     os.close(fd)
                 if progress is not None:
                     progress.files += 1
-                if search.pending:
+                if search.head_ready():
                     yield from search.ready(wait=False)
             yield from search.finish()
             stats.walk_truncated = walk.truncated
