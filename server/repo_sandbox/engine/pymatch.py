@@ -16,7 +16,8 @@ from typing import Any, Final
 
 import regex
 
-from repo_sandbox.engine.pysearch import Deadline, Query, decode_for_search, displayed, search_text_buffer
+from repo_sandbox.engine.pylines import search_text_buffer
+from repo_sandbox.engine.pysearch import Deadline, Query, decode_for_search, displayed
 from repo_sandbox.engine.request import LineHit, SearchRequest
 
 BUFFER_BYTES: Final = 4 * 1024 * 1024

@@ -81,7 +81,7 @@ class _TreeSearch:
         self.state = matcher.state
         self.max_bytes = max_bytes
         self.capacity = FIRST_BATCH_BYTES
-        self.batch = Batch(take_buffer(), self.capacity)
+        self.batch = Batch(b"", self.capacity)  # a pooled buffer is taken when a file is read into it
         self.view = memoryview(self.batch.data)
         self.pending: deque[tuple[Batch, Future[list[int]]]] = deque()
         self.hits_before = 0
@@ -97,8 +97,11 @@ class _TreeSearch:
                 self._submit()
                 batch = self.batch
             if size >= batch.capacity:
-                self._add_alone(fd, rel_path, size)
+                self.add_alone(fd, rel_path, size)
                 return
+        if not batch.data:
+            batch.data = take_buffer()
+            self.view = memoryview(batch.data)
         start = batch.used
         view = self.view
         if size > HEAD_FIRST_BYTES:  # its head decides first: the rest of a binary file is never read
@@ -114,17 +117,21 @@ class _TreeSearch:
                 return
         if got > size:
             os.lseek(fd, 0, os.SEEK_SET)
-            self._add_alone(fd, rel_path, size)  # it grew since fstat: read it on its own
+            self.add_alone(fd, rel_path, size)  # it grew since fstat: read it on its own
             return
         batch.kinds.append((SEARCHED, rel_path))
         batch.spans.append((start, start + got))
         batch.used = start + got
 
-    def _add_alone(self, fd: int, rel_path: str, size: int) -> None:
-        """A large file, in a batch of its own; its head is sniffed before the rest is read."""
+    def add_alone(self, fd: int, rel_path: str, size: int) -> None:
+        """A file (a large one, one that grew, one named alone) in a batch of its own, no pooled buffer
+        taken; its head is sniffed before the rest is read."""
         if self.batch.kinds:
             self._submit()
         batch = self.batch
+        if size > self.max_bytes:
+            batch.kinds.append((TOO_LARGE, rel_path))
+            return
         if looks_binary(os.pread(fd, SNIFF_BYTES, 0)):
             batch.kinds.append((BINARY, rel_path))
             return
@@ -151,15 +158,20 @@ class _TreeSearch:
             future.set_result([])
         self.pending.append((batch, future))
         self.capacity = min(self.capacity * 2, BUFFER_BYTES)
-        self.batch = Batch(take_buffer(), self.capacity)
+        self.batch = Batch(b"", self.capacity)
         self.view = memoryview(self.batch.data)
+
+    def head_ready(self) -> bool:
+        """Whether `ready` has something to give now (or must wait: more batches are queued than workers)."""
+        pending = self.pending
+        return bool(pending) and (len(pending) > WORKERS or pending[0][1].done())
 
     def ready(self, *, wait: bool) -> Iterator[FileHits]:
         """Results of the finished batches at the head of the queue (with `wait`, of every queued one);
         waits for the head anyway once more batches are queued than there are workers."""
         while self.pending:
             batch, future = self.pending[0]
-            if not wait and not future.done() and len(self.pending) <= WORKERS:
+            if not wait and not self.head_ready():
                 return
             candidates = future.result()
             self.pending.popleft()
@@ -236,7 +248,7 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
     try:
         if opened is not None:  # a file named explicitly is searched whatever the glob says (as in ripgrep)
             try:
-                search.add(opened.fd, opened.rel_path, os.fstat(opened.fd).st_size)
+                search.add_alone(opened.fd, opened.rel_path, os.fstat(opened.fd).st_size)
             finally:
                 os.close(opened.fd)
             if progress is not None:
@@ -261,7 +273,7 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
                     os.close(fd)
                 if progress is not None:
                     progress.files += 1
-                if search.pending:
+                if search.head_ready():
                     yield from search.ready(wait=False)
             yield from search.finish()
             stats.walk_truncated = walk.truncated

@@ -167,43 +167,51 @@ class _Search:
         self.census.stats_through(position, self.stats)
         return self._file_hits(output)
 
+    def _first_run(self, options: RgOptions, *, many: bool) -> dict[bytes, FileOutput] | RgProcess:
+        """Every file's output of an unsorted run, or (too many hits, or known to have many) the started
+        sorted stream, which starts up and fills its pipe while the census finishes."""
+        outputs = None if many else self._collect(options)
+        return self._start(dataclasses.replace(options, sorted_output=True)) if outputs is None else outputs
+
     def run(self) -> Iterator[FileHits]:
         thread = threading.Thread(target=self.census.run, name="repo-sandbox-census", daemon=True)
         thread.start()
         try:
             options = self.base
             many = rgstate.many_hits_before(self.ws, self.request)
-            outputs = None if many else self._collect(options)
+            first = self._first_run(options, many=many)
             self._wait_census()
             if options.use_ignore_files and not self.census.rg_ignores_agree:
                 options = dataclasses.replace(options, use_ignore_files=False)
-                outputs = None if many else self._collect(options)
-            rgstate.remember_many_hits(self.ws, self.request, many=outputs is None)
-            if outputs is not None:
-                placed = [(p, output) for output in outputs.values() if (p := self._placed(output)) is not None]
+                first = self._first_run(options, many=many)
+            rgstate.remember_many_hits(self.ws, self.request, many=isinstance(first, RgProcess))
+            if isinstance(first, RgProcess):
+                yield from self._stream(first, options)
+            else:
+                placed = [(p, output) for output in first.values() if (p := self._placed(output)) is not None]
                 placed.sort(key=lambda item: item[0])
                 for position, output in placed:
                     yield self._emit(position, output)
-            else:
-                process = self._start(dataclasses.replace(options, sorted_output=True))
-                yielded = False
-                seen = 0
-                for output in process.files():
-                    self._check_cancel()
-                    seen += 1 if options.count_only else output.count
-                    position = self._placed(output)
-                    if position is not None:
-                        yielded = True
-                        yield self._emit(position, output)
-                self._finish(process, yielded=yielded)
-                if seen <= SWITCH_LINES:  # read to the end, and not that many after all
-                    rgstate.remember_many_hits(self.ws, self.request, many=False)
             self.census.stats_through(len(self.census.kinds) - 1, self.stats)
             self.stats.walk_truncated = self.census.walk_truncated
         finally:
             self._stop_process()
             self.census.stop.set()
             thread.join()
+
+    def _stream(self, process: RgProcess, options: RgOptions) -> Iterator[FileHits]:
+        yielded = False
+        seen = 0
+        for output in process.files():
+            self._check_cancel()
+            seen += 1 if options.count_only else output.count
+            position = self._placed(output)
+            if position is not None:
+                yielded = True
+                yield self._emit(position, output)
+        self._finish(process, yielded=yielded)
+        if seen <= SWITCH_LINES:  # read to the end, and not that many after all
+            rgstate.remember_many_hits(self.ws, self.request, many=False)
 
 
 def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
