@@ -144,7 +144,7 @@ def call_tool_result(outcome: CallOutcome) -> CallToolResult:
             text.encode("utf-8")
         except UnicodeEncodeError:
             payload = _without_surrogates(payload)
-            text = json.dumps(payload, ensure_ascii=False)
+            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=payload,

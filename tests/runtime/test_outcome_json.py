@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
-from repo_sandbox.runtime.pipeline import CallOutcome
+import pytest
+
+from repo_sandbox.runtime.pipeline import CallOutcome, compact_json
 
 
 def test_the_json_text_is_the_payload_and_is_made_once() -> None:
@@ -27,3 +30,12 @@ def test_an_outcome_built_from_another_has_its_own_text() -> None:
 def test_lone_surrogates_are_counted_as_written() -> None:
     outcome = CallOutcome("search_files", {"files": ["bad\udcff.txt"]}, is_error=False, duration_ms=1.0)
     assert outcome.json_bytes() == len(outcome.to_json().encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["naïve 日本 🎉", "\u2028\x00\x1f\x7f", '\\"/', "bad\udcff", 12.5, [1, None, True], {"nested": {"k": "v"}}],
+)
+def test_compact_json_is_the_text_json_dumps_writes(value: Any) -> None:
+    payload = {"value": value}
+    assert compact_json(payload) == json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
