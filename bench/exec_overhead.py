@@ -3,10 +3,11 @@ OS sandbox's own cost (`bwrap <our jail> true` against `true`). Prints medians a
 
 Target (DESIGN.md §8): execute_bash overhead <= the sandbox's own measured cost + 3 ms.
 Each command is also run unsandboxed exactly as the policy rewrites it ("policy argv": forced flags, git's
-hardening environment and the deny-list as exclude pathspecs), so that the work the policy adds inside the
-program (git matching every path against the pathspecs) is told apart from the server's own overhead.
+hardening environment and the deny-list exclude pathspecs that can match something, `exec.gitexcludes`),
+so that the work the policy adds inside the program (git matching paths against the pathspecs) is told
+apart from the server's own overhead; for git also with the whole deny-list as before that pruning.
 
-    .venv/bin/python bench/exec_overhead.py [--root REPO] [--file FILE] [--runs N] [--sandbox BACKEND] [--stat p25]
+    .venv/bin/python bench/exec_overhead.py [--root REPO] [--file FILE] [--runs N] [--sandbox BACKEND] [--stat p25|min]
 
 Without --root it measures a fresh git repository holding a copy of this project's sources (a worktree's
 .git lives outside its root, where the sandbox cannot see it).
@@ -59,8 +60,13 @@ async def main(args: argparse.Namespace, root: str) -> None:
         evaluation, cwd = service.prepare(command, ".")
         [plan] = evaluation.plans
         env = {**ENV, **plan.env, **(service.git.env() if plan.needs_git_dir else {})}
-        policy_argv[label] = ([plan.binary, *plan.args], env)
-        [sandboxed[label]] = service.build(evaluation, cwd, backend, service.scratch_dir(backend)[0], "bench", 30)
+        runs = service.excludes.prune(plan.args, view)[0] if plan.needs_git_dir else plan.args
+        policy_argv[label] = ([plan.binary, *runs], env)
+        if runs != plan.args:
+            policy_argv[f"{label} whole deny-list"] = ([plan.binary, *plan.args], env)
+        [sandboxed[label]] = service.build(
+            evaluation, cwd, backend, service.scratch_dir(backend)[0], "bench", 30
+        ).stages
     with tempfile.TemporaryDirectory() as tmp:
         jail = stage_command(backend, "true", [], view=view, cwd=root, env=ENV, tmp=tmp, limits=limits, network=False)
         assert jail is not None
@@ -70,21 +76,29 @@ async def main(args: argparse.Namespace, root: str) -> None:
             for label, bare_argv, command in rows:
                 add(f"{label} bare", run_once(bare_argv, root, ENV))
                 add(f"{label} policy", run_once(policy_argv[label][0], root, policy_argv[label][1]))
+                if (whole := policy_argv.get(f"{label} whole deny-list")) is not None:
+                    add(f"{label} policy whole", run_once(whole[0], root, whole[1]))
                 add(f"{label} sandboxed", run_once(sandboxed[label].argv, root, sandboxed[label].env))
                 start = time.perf_counter()
                 outcome = await pipeline.call("execute_bash", {"command": command})
                 add(f"{label} tool", time.perf_counter() - start)
                 assert not outcome.is_error and outcome.payload["exit_code"] == 0, outcome.payload
-    pick = statistics.median if args.stat == "median" else lambda values: sorted(values)[len(values) // 4]
+    picks = {"median": statistics.median, "p25": lambda values: sorted(values)[len(values) // 4], "min": min}
+    pick = picks[args.stat]
     ms = {key: pick(values) * 1000 for key, values in samples.items()}
-    sandbox_cost = ms["jail true"] - ms["true"]
     revalidate = time.perf_counter()
     service.views.current()
     print(f"backend: {backend}   runs: {args.runs}   statistic: {args.stat}   root: {root}")
+    print(f"repository view check per call: {(time.perf_counter() - revalidate) * 1000:.3f} ms")
+    report(ms, [label for label, _, _ in rows], policy_argv)
+    workspace.close()
+
+
+def report(ms: dict[str, float], labels: list[str], policy_argv: dict[str, tuple[list[str], dict[str, str]]]) -> None:
+    sandbox_cost = ms["jail true"] - ms["true"]
     print(f"`true`: bare {ms['true']:.2f} ms | in our jail {ms['jail true']:.2f} ms")
     print(f"sandbox's own cost (jail true - true): {sandbox_cost:.2f} ms")
-    print(f"repository view check per call: {(time.perf_counter() - revalidate) * 1000:.3f} ms")
-    for label, _, _ in rows:
+    for label in labels:
         bare, policy, tool = ms[f"{label} bare"], ms[f"{label} policy"], ms[f"{label} tool"]
         overhead = tool - bare
         verdict = "meets" if overhead <= sandbox_cost + 3 else "MISSES"
@@ -99,7 +113,14 @@ async def main(args: argparse.Namespace, root: str) -> None:
             f"{policy - bare:+.2f} ms), in the sandbox {jailed:7.2f} ms (this program's sandbox cost "
             f"{jailed - policy:+.2f} ms) | the server's own overhead: {tool - jailed:+.2f} ms"
         )
-    workspace.close()
+        if f"{label} policy whole" in ms:
+            kept = sum(arg.startswith(":(exclude") for arg in policy_argv[label][0])
+            whole = policy_argv[f"{label} whole deny-list"][0]
+            print(
+                f"{'':<11} exclusions passed: {kept} of {sum(a.startswith(':(exclude') for a in whole)}; with all "
+                f"of them unsandboxed {ms[f'{label} policy whole']:7.2f} ms "
+                f"({ms[f'{label} policy whole'] - bare:+.2f} ms over bare)"
+            )
 
 
 def make_corpus(target: str, root_entries: int = 0) -> str:
@@ -130,7 +151,10 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--sandbox", default="auto")
     parser.add_argument(
-        "--stat", choices=["median", "p25"], default="median", help="p25 is steadier on a loaded machine"
+        "--stat",
+        choices=["median", "p25", "min"],
+        default="median",
+        help="p25 is steadier on a loaded machine; min estimates each series without interference",
     )
     parser.add_argument(
         "--root-entries", type=int, default=0, help="add this many entries (and a denied .env) to the corpus root"

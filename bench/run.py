@@ -126,7 +126,11 @@ async def _spawn_to_initialize(command: str, args: list[str]) -> float:
     return elapsed
 
 
-async def bench(corpus: Path, rounds: int, reads: int) -> tuple[list[Row], dict[str, Any]]:
+def _selected(name: str, reference: str | None, only: list[str]) -> bool:
+    return not only or any(part in name or (reference is not None and part in reference) for part in only)
+
+
+async def bench(corpus: Path, rounds: int, reads: int, only: list[str]) -> tuple[list[Row], dict[str, Any]]:
     rg = _rg()
     target = pick_read_target(corpus)
     rel = str(target.relative_to(corpus))
@@ -186,11 +190,17 @@ async def bench(corpus: Path, rounds: int, reads: int) -> tuple[list[Row], dict[
             "head -n 200 (spawned)": lambda: cli(["head", "-n", "200", rel]),
         }
 
+        wanted = {name for name, row in rows.items() if _selected(name, row.reference, only)}
+        wanted |= {row.reference for name, row in rows.items() if name in wanted and row.reference is not None}
+        rows = {name: row for name, row in rows.items() if name in wanted}
+        optional = ["read_file 200 lines (p50)"] if "read_file 200 lines (p50)" in wanted else []
+        if wanted & {"bare MCPServer spawn->initialize", "repo-sandbox spawn->initialize"}:
+            optional.append("spawns")
         read_args = {"path": rel, "offset": 1, "limit": 200}
         read_rates: list[float] = []
         in_flight_rates: list[float] = []
         for _ in range(rounds):
-            order = [*measures, "read_file 200 lines (p50)", "spawns"]
+            order = [*(name for name in measures if name in wanted), *optional]
             random.shuffle(order)
             measured: dict[str, float] = {}
             for name in order:
@@ -207,12 +217,14 @@ async def bench(corpus: Path, rounds: int, reads: int) -> tuple[list[Row], dict[
                 else:
                     measured[name] = await _timed(measures[name])
             for name, value in measured.items():
+                if name not in rows:
+                    continue
                 row = rows[name]
                 row.times.append(value)
                 if row.reference is not None:
                     row.ratios.append(value / measured[row.reference])
-        extra["read_file calls/s"] = statistics.median(read_rates)
-        extra["read_file calls/s in flight"] = statistics.median(in_flight_rates)
+        extra["read_file calls/s"] = statistics.median(read_rates) if read_rates else None
+        extra["read_file calls/s in flight"] = statistics.median(in_flight_rates) if in_flight_rates else None
         pids = _our_server_pids()
         extra["server RSS MiB"] = max((_rss_kib(pid) for pid in pids), default=0) / 1024  # the larger of the two
     return list(rows.values()), extra
@@ -229,11 +241,12 @@ def render(rows: list[Row], extra: dict[str, Any], corpus: Path, rounds: int) ->
         ratio = f"{statistics.median(row.ratios):.2f}" if row.ratios else "ref"
         lines.append(f"| {row.name:<44} | {statistics.median(row.times):>9.1f} | {ratio:>30} |")
     lines.append("")
-    lines.append(f"read_file calls/s (sequential, SDK client over stdio): {extra['read_file calls/s']:.0f}")
-    lines.append(
-        f"read_file calls/s ({IN_FLIGHT} calls in flight through one SDK client session over stdio): "
-        f"{extra['read_file calls/s in flight']:.0f}"
-    )
+    if extra["read_file calls/s"] is not None:
+        lines.append(f"read_file calls/s (sequential, SDK client over stdio): {extra['read_file calls/s']:.0f}")
+        lines.append(
+            f"read_file calls/s ({IN_FLIGHT} calls in flight through one SDK client session over stdio): "
+            f"{extra['read_file calls/s in flight']:.0f}"
+        )
     lines.append(f"server RSS after the workload (incl. 'self' searches): {extra['server RSS MiB']:.1f} MiB")
     lines.append(f"first page of the 'self' search: {extra['first page bytes']} bytes")
     return "\n".join(lines)
@@ -247,6 +260,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-stdlib", action="store_true", help="skip the stdlib corpus")
     parser.add_argument("--quick", action="store_true", help="one round, 20 reads: a smoke test")
     parser.add_argument("--status", action="store_true", help="also print the server's status resource")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="measure only the rows whose name (or reference's name) contains TEXT, and their references",
+    )
     options = parser.parse_args(argv)
     if options.quick:
         options.rounds, options.reads = 1, 20
@@ -254,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if not corpora:
         parser.error("no corpus: drop --no-stdlib or give --corpus")
     for corpus in corpora:
-        rows, extra = anyio.run(bench, corpus, options.rounds, options.reads)
+        rows, extra = anyio.run(bench, corpus, options.rounds, options.reads, options.only)
         print(render(rows, extra, corpus, options.rounds))
         if options.status:
             print(extra["status"])

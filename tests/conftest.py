@@ -12,20 +12,12 @@ import pytest
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.config.model import Settings
 from repo_sandbox.workspace import Workspace
+from tree_files import write
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def write(path: Path, content: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
@@ -61,11 +53,26 @@ def make_settings() -> SettingsFactory:
     return factory
 
 
+WorkspaceFactory = Callable[..., Workspace]
+
+
 @pytest.fixture
-def workspace(repo: Path, make_settings: SettingsFactory) -> Iterator[Workspace]:
-    ws = Workspace(make_settings(repo))
-    yield ws
-    ws.close()
+def make_workspace(make_settings: SettingsFactory) -> Iterator[WorkspaceFactory]:
+    """Workspaces over any root (settings sections as keyword dicts), all closed after the test."""
+    made: list[Workspace] = []
+
+    def factory(root: Path | str, **sections: dict[str, Any]) -> Workspace:
+        made.append(Workspace(make_settings(root, **sections)))
+        return made[-1]
+
+    yield factory
+    for ws in made:
+        ws.close()
+
+
+@pytest.fixture
+def workspace(repo: Path, make_workspace: WorkspaceFactory) -> Workspace:
+    return make_workspace(repo)
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from repo_sandbox.exec.sandbox import Backend, _probe_one  # pyright: ignore[reportPrivateUsage]
+from tree_files import write
 
 SECRETS = ("OUTSIDE-SECRET-7f3a", "ENV-SECRET-91c2", "SIBLING-SECRET-5d0e", "HARDLINK-SECRET-22b8", "YAML-SECRET-c4e1")
 """Text that must never appear in any execute_bash output: outside files, denied files, hard-linked data."""
@@ -33,12 +34,6 @@ def os_backends() -> tuple[str, ...]:
     return tuple(
         str(b) for b in (Backend.BWRAP, Backend.BWRAP_NOPROC, Backend.LANDLOCK) if _probe_one(b, False) == "ok"
     )
-
-
-def write(path: Path, content: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content, encoding="utf-8")
-    return path
 
 
 def git(root: Path, *args: str) -> None:

@@ -11,6 +11,8 @@ from repo_sandbox.config.model import LimitsConfig, Settings
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.paths import Jail
 from repo_sandbox.tools._walk import Walk, WalkOptions
+from repo_sandbox.tree.index import TreeIndexes
+from repo_sandbox.tree.walk import IndexedWalk
 
 
 class Workspace:
@@ -22,6 +24,8 @@ class Workspace:
         self.jail = Jail(ws.root, DenyList(ws.effective_deny), allow_hard_links=ws.allow_hard_links)
         self.audit = AuditLog(settings.audit)
         """The audit trail; any stage or tool may record a policy decision with `audit.decision(...)`."""
+        self.trees = TreeIndexes(self.jail, ws.tree_index)
+        """The walk's listings kept between calls (`tree.index`); `walk()` uses them."""
         self.on_close: list[Callable[[], None]] = []
         """Called by `close()`, for services that hold resources of this workspace (e.g. exec's watches)."""
 
@@ -37,6 +41,7 @@ class Workspace:
         for callback in self.on_close:
             callback()
         self.on_close.clear()
+        self.trees.close()
         self.audit.close()
         self.jail.close()
 
@@ -51,11 +56,16 @@ class Workspace:
 
     @contextmanager
     def walk(self, user_path: str, *, include_hidden: bool | None, include_ignored: bool) -> Iterator[Walk]:
-        """Open `user_path` as a directory in the jail and walk it; the fd is closed on exit."""
+        """Open `user_path` as a directory in the jail and walk it (with the tree index's listings where they
+        still hold); the fd is closed on exit."""
         fd, rel = self.jail.open_dir(user_path)
         try:
-            yield Walk(
-                self.jail, fd, rel, self.walk_options(include_hidden=include_hidden, include_ignored=include_ignored)
+            options = self.walk_options(include_hidden=include_hidden, include_ignored=include_ignored)
+            snapshot = self.trees.snapshot(options)
+            yield (
+                Walk(self.jail, fd, rel, options)
+                if snapshot is None
+                else IndexedWalk(self.jail, fd, rel, options, snapshot)
             )
         finally:
             os.close(fd)

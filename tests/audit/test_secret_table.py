@@ -24,6 +24,7 @@ from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.workspace import Workspace
+from tree_files import write
 
 SettingsFactory = Callable[..., Settings]
 
@@ -243,11 +244,6 @@ def test_the_table_has_at_least_40_secrets_and_unique_ids() -> None:
     assert len(SECRETS) >= 40
     assert len({s.id for s in SECRETS}) == len(SECRETS)
     assert len({name for name, _ in LOOK_ALIKES}) == len(LOOK_ALIKES)
-
-
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def _events_carrying(item: Secret) -> list[dict[str, Any]]:

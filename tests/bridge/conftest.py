@@ -11,7 +11,6 @@ import pytest
 from fake_openai import ScriptedChatServer
 
 from repo_sandbox.bridge.client import ChatClient, ChatSettings
-from repo_sandbox.config.model import Settings
 from repo_sandbox.workspace import Workspace
 
 API_KEY = "sk-test-bridge-0123456789abcdef"
@@ -39,10 +38,8 @@ def go_repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def go_workspace(go_repo: Path, make_settings: Callable[..., Settings]) -> Iterator[Workspace]:
-    ws = Workspace(make_settings(go_repo))
-    yield ws
-    ws.close()
+def go_workspace(go_repo: Path, make_workspace: Callable[..., Workspace]) -> Workspace:
+    return make_workspace(go_repo)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -9,7 +10,8 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from repo_sandbox.engine.pysearch import Deadline, Query, decode_buffer, search_text_buffer
+from repo_sandbox.engine.pylines import search_text_buffer
+from repo_sandbox.engine.pysearch import Deadline, Query, decode_buffer
 from repo_sandbox.engine.request import LineHit
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
@@ -149,3 +151,24 @@ def test_a_text_without_the_prefilter_literal_never_matches(pattern: str, text: 
     literal = required_literal(pattern)
     if literal is not None and compiled.search(text):
         assert literal in text
+
+
+@given(
+    st.text(alphabet="ab.*+?{}12,\\d^$ ", max_size=8),
+    st.text(alphabet="ab12 \n", max_size=40),
+    st.integers(min_value=0, max_value=2),
+    st.integers(min_value=0, max_value=3),
+)
+def test_searching_only_the_lines_holding_the_literal_finds_the_same_lines(
+    pattern: str, text: str, context: int, skip: int
+) -> None:
+    try:
+        with_literal = query(pattern)
+    except InvalidRegexError:
+        return
+    if with_literal.required_text is None:
+        return
+    everywhere = dataclasses.replace(with_literal, required_text=None)
+    keep = (skip, skip + 5)
+    expected = search_text_buffer(everywhere, text, context=context, deadline=Deadline(5), keep=keep)
+    assert search_text_buffer(with_literal, text, context=context, deadline=Deadline(5), keep=keep) == expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,35 @@ def test_argv_reads_no_config_follows_no_link_and_keeps_pattern_and_path_from_be
     assert "--no-ignore-parent" in argv and "--no-ignore-global" in argv and "--no-require-git" in argv
 
 
+def test_the_grouped_deny_globs_exclude_exactly_what_one_glob_per_rule_does(
+    rg: ripgrep.Ripgrep, tmp_path: Path
+) -> None:
+    root = tmp_path / "repo"
+    ws = _ws(root.parent)
+    rules = tuple(ws.settings.workspace.effective_deny)
+    ws.close()
+    names = [".env", ".ENV.local", "a.pem", "b.PEM", "id_rsa", "ID_RSA.pub", "secrets.yaml", "Secrets.YML", "x.key"]
+    names += ["keys.txt", "pem", "env", "a.pem.txt", "credentials.json", "config.json", "notes.tfstate.md"]
+    for directory in ("", "sub/", ".git/", ".ssh/", ".docker/", "deep/.docker/", "deep/.aws/", "a,b/"):
+        for name in names:
+            path = root / f"{directory}{name}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("x\n")
+
+    def listed(globs: list[str]) -> set[str]:
+        argv = [rg.path, "--no-config", "--files", "--hidden", "--no-ignore"]
+        for glob in globs:
+            argv += ["--iglob", "!" + glob]
+        done = subprocess.run([*argv, "--", "."], cwd=root, capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 0, done.stderr
+        return set(done.stdout.splitlines())
+
+    grouped = rgprocess.deny_iglobs(rules)
+    assert len(grouped) < len(rules)
+    assert listed(grouped) == listed(list(rules))
+    assert listed(rgprocess.deny_iglobs((*rules, "a,b"))) == listed([*rules, "a,b"])  # a ',' stays on its own
+
+
 def test_rg_runs_with_an_environment_built_from_scratch(
     rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -76,7 +106,7 @@ def test_rg_runs_with_an_environment_built_from_scratch(
 
 def test_rg_cannot_read_outside_the_root_even_through_a_symlink_it_follows(rg: ripgrep.Ripgrep, tmp_path: Path) -> None:
     """Landlock: started inside a directory that is a symlink to the outside, rg still reads nothing there."""
-    from repo_sandbox.engine.confine import confinement
+    from repo_sandbox.engine.confine import launcher
 
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET\n")
@@ -84,13 +114,13 @@ def test_rg_cannot_read_outside_the_root_even_through_a_symlink_it_follows(rg: r
     root.mkdir()
     (root / "link").symlink_to(tmp_path / "outside")
     ws = _ws(root)
-    confined = confinement(ws.jail.root_fd, rg.path)
+    confined = launcher(ws.jail.root_fd, rg.path)
     assert confined is not None
     try:
         process = rgprocess.RgProcess(
             [rg.path, "--no-config", "--follow", "-n", "SECRET", "--", "link/secret.txt", "link"],
             ws.jail.root_fd,
-            confined.preexec,
+            confined,
             count_only=False,
         )
         try:
@@ -132,6 +162,43 @@ def test_a_full_first_page_stops_rg_early_and_kills_it(
     full_output = 20 * 5000 * len(b"f00.txt\x001:needle\n")
     assert all(p.proc.returncode is not None for p in started)  # both ended (killed, not left running)
     assert started[1].bytes_read < full_output / 4
+
+
+def test_the_next_page_of_a_many_hit_search_starts_with_the_sorted_stream(
+    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    _many(root, 5000)
+    argvs: list[list[str]] = []
+    real_init = rgprocess.RgProcess.__init__
+
+    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
+        real_init(self, argv, *args, **kwargs)
+        argvs.append(argv)
+
+    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
+
+    def page(ws: Workspace, offset: int) -> list[tuple[str, int]]:
+        argvs.clear()
+        return [
+            (m.path, m.line)
+            for m in _content(search_text(ws, SearchTextArgs(pattern="needle", limit=10, offset=offset))).matches
+        ]
+
+    ws = _ws(root)
+    try:
+        assert page(ws, 0) == [("f00.txt", n) for n in range(1, 11)]
+        assert [("--sort" in a) for a in argvs] == [False, True]  # unsorted, stopped, then the stream
+        assert page(ws, 10) == [("f00.txt", n) for n in range(11, 21)]
+        assert [("--sort" in a) for a in argvs] == [True]  # the next page goes straight to the stream
+        for i in range(1, 20):
+            (root / f"f{i:02}.txt").unlink()
+        (root / "f00.txt").write_text("needle\n" * 15)  # the tree changed: few hits now
+        assert page(ws, 10) == [("f00.txt", n) for n in range(11, 16)]  # a stale hint: same results
+        assert page(ws, 10) == [("f00.txt", n) for n in range(11, 16)]
+        assert [("--sort" in a) for a in argvs] == [False]  # and the hint is gone
+    finally:
+        ws.close()
 
 
 def test_cancelling_a_search_kills_its_rg(rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ from repo_sandbox.engine import census, rgprocess, ripgrep, select
 from repo_sandbox.engine.rgsearch import SWITCH_LINES
 from repo_sandbox.tools.search_text import SearchTextArgs, SearchTextContentResult, search_text
 from repo_sandbox.workspace import Workspace
+from tree_files import write_tree
 
 ENGINES = ("ripgrep", "python", "hidden")
 MANY = SWITCH_LINES + 700
@@ -55,14 +56,7 @@ def _tree(root: Path) -> Path:
         "other.log": "other TODO\n",
         ".gitignore": "ignored/\n*.log\n!kept.log\n",
     }
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return root
+    return write_tree(root, files)
 
 
 @pytest.fixture(scope="module")

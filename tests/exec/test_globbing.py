@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,8 @@ def tree(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ws(tree: Path, make_settings: Any) -> Iterator[Workspace]:
-    workspace = Workspace(make_settings(tree))
-    yield workspace
-    workspace.close()
+def ws(tree: Path, make_workspace: Any) -> Workspace:
+    return make_workspace(tree)
 
 
 def expand(ws: Workspace, command: str, cwd: str = ".") -> list[str]:

@@ -3,7 +3,7 @@ and an in-memory SDK `Client` in both protocol eras ("legacy" = 2025-11-25 hands
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -11,7 +11,6 @@ from e2e_tree import ERAS, build_tree
 from mcp import Client
 
 from repo_sandbox.app import build_server
-from repo_sandbox.config.model import Settings
 from repo_sandbox.workspace import Workspace
 
 
@@ -21,10 +20,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def tree_workspace(tree: Path, make_settings: Callable[..., Settings]) -> Iterator[Workspace]:
-    ws = Workspace(make_settings(tree))
-    yield ws
-    ws.close()
+def tree_workspace(tree: Path, make_workspace: Callable[..., Workspace]) -> Workspace:
+    return make_workspace(tree)
 
 
 @pytest.fixture(params=ERAS)

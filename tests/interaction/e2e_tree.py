@@ -15,6 +15,7 @@ from mcp.types import TextContent
 from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.workspace import Workspace
+from tree_files import write
 
 ERAS = ("legacy", "auto")
 
@@ -22,15 +23,6 @@ MANY_FILES = 230
 """Files in many/ (paging of search_files and of the per-file search_text modes)."""
 NEEDLE_LINES = 3000
 """Lines of data/needles.txt; every third one holds 'needle' (paging of content matches)."""
-
-
-def write(path: Path, content: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
 
 
 def build_tree(root: Path) -> Path:

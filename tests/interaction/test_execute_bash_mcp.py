@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +31,8 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ws(project: Path, make_settings: Any) -> Iterator[Workspace]:
-    workspace = Workspace(make_settings(project))
-    yield workspace
-    workspace.close()
+def ws(project: Path, make_workspace: Any) -> Workspace:
+    return make_workspace(project)
 
 
 @pytest.fixture(params=["legacy", "auto"])

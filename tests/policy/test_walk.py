@@ -11,13 +11,9 @@ import pytest
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.tools._walk import Walk
 from repo_sandbox.workspace import Workspace
+from tree_files import write
 
 WorkspaceFactory = Callable[..., Workspace]
-
-
-def write(path: Path, text: str = "x\n") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 @pytest.fixture

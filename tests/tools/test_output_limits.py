@@ -9,13 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from repo_sandbox.config.model import Settings
+from repo_sandbox.tools._results import OutputMeter
 from repo_sandbox.tools.count_lines import CountLinesArgs, count_lines
 from repo_sandbox.tools.read_file import ReadFileArgs, read_file
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
-from repo_sandbox.tools.search_text import SearchTextArgs, search_text
+from repo_sandbox.tools.search_text import SearchTextArgs, TextMatch, _match_cost, search_text
 from repo_sandbox.workspace import Workspace
 
 CAP = 4096
@@ -105,3 +108,20 @@ def test_count_lines_keeps_the_first_ten_paths_among_equal_counts(
         ws.close()
     assert [(f.path, f.lines) for f in result.largest] == [("big.md", 5)] + [(f"f{i:02d}.txt", 2) for i in range(9)]
     assert [(e.extension, e.files, e.lines) for e in result.by_extension] == [(".txt", 12, 24), (".md", 1, 5)]
+
+
+_TEXT = st.text(alphabet=st.sampled_from(["a", '"', "\\", "\n", "\t", "\x01", "é", "😀", "\udc80", " "]), max_size=12)
+
+
+@given(
+    path=_TEXT,
+    line=st.integers(min_value=1, max_value=10**9),
+    text=_TEXT,
+    before=st.lists(_TEXT, max_size=3),
+    after=st.lists(_TEXT, max_size=3),
+)
+def test_a_match_row_costs_exactly_what_the_meter_measures_of_its_json(
+    path: str, line: int, text: str, before: list[str], after: list[str]
+) -> None:
+    row = TextMatch(path=path, line=line, text=text, before=before, after=after)
+    assert _match_cost(OutputMeter.cost(path), line, text, before, after) == OutputMeter.item_cost(row)

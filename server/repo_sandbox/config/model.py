@@ -109,6 +109,10 @@ class WorkspaceConfig(_Section):
     """Deepest directory level a walk descends into."""
     max_walk_entries: int = Field(default=1_000_000, ge=1)
     """Most directory entries one walk visits; beyond it results are marked truncated."""
+    tree_index: Literal["watch", "stat", "off"] = "watch"
+    """Reuse the walk's listings between calls: "watch" (inotify tells what changed; on a network or FUSE file
+    system, or where inotify is unavailable, directories are re-stat'ed instead), "stat" (always re-stat),
+    "off" (walk on every call)."""
 
     @property
     def effective_deny(self) -> list[str]:

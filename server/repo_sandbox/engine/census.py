@@ -9,11 +9,13 @@ the size limit, an 8 KiB binary sniff), so both engines count `files_searched`, 
 
 from __future__ import annotations
 
+import bisect
 import os
 import stat
 import threading
 import time
 import weakref
+from array import array
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -21,12 +23,13 @@ from repo_sandbox.engine.request import SearchRequest, SearchStats
 from repo_sandbox.tools._glob import Glob
 from repo_sandbox.tools._results import is_presentable
 from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
-from repo_sandbox.tools._walk import UNREAD_IGNORE_FILE, FileEntry, Walk
+from repo_sandbox.tools._walk import UNREAD_IGNORE_FILE, Run, Walk
+from repo_sandbox.tree import facts
 from repo_sandbox.workspace import Workspace
 
-TEXT: Final = 0
-BINARY: Final = 1
-TOO_LARGE: Final = 2
+TEXT: Final = facts.TEXT
+BINARY: Final = facts.BINARY
+TOO_LARGE: Final = facts.TOO_LARGE
 
 _UNSHARED_CHARS: Final = frozenset("\\[]?{}")
 
@@ -69,6 +72,53 @@ def _identity(info: os.stat_result) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
+@dataclass(slots=True)
+class _Directory:
+    names: list[str]
+    """The files' names in slot order (sorted, as the walk lists them)."""
+    listing: str | None
+    """The tree index's '/'-joined listing instead of `names`, until first looked up."""
+    slots: array[int]
+    """Each slot's census position, -1 when the file is not in the census."""
+
+
+class Positions:
+    """Census positions by root-relative path, held without a string per file (a census of a large tree
+    would otherwise hold a path and a dict entry for each of its files): per directory, its files' names
+    (or the tree index's listing of them, split when first looked up) and each slot's position."""
+
+    __slots__ = ("_dirs",)
+
+    def __init__(self) -> None:
+        self._dirs: dict[str, _Directory] = {}
+
+    def add(self, run: Run, positions: array[int]) -> None:
+        directory = self._dirs.get(run.prefix)
+        if directory is None:
+            directory = self._dirs[run.prefix] = _Directory([], run.listing, array("l"))
+        if run.listing is None:
+            directory.names.extend(run.names)
+        slots = directory.slots
+        if len(slots) < run.first_slot:
+            slots.extend([-1] * (run.first_slot - len(slots)))
+        slots.extend(positions)
+
+    def get(self, path: str) -> int | None:
+        """The census position of a root-relative path, or None."""
+        parent, _, name = path.rpartition("/")
+        directory = self._dirs.get(f"{parent}/" if parent else "")
+        if directory is None:
+            return None
+        if directory.listing is not None:
+            directory.names, directory.listing = directory.listing.split("/"), None
+        names = directory.names
+        index = bisect.bisect_left(names, name)
+        if index < len(directory.slots) and index < len(names) and names[index] == name:
+            position = directory.slots[index]
+            return position if position >= 0 else None
+        return None
+
+
 @dataclass
 class Census:
     """Fill with `run()` (in a thread); read after `done` is set."""
@@ -76,20 +126,25 @@ class Census:
     ws: Workspace
     request: SearchRequest
     glob: Glob | None
-    files: list[str] = field(default_factory=list[str])
-    """Root-relative paths in path order."""
-    kinds: list[int] = field(default_factory=list[int])
-    position: dict[str, int] = field(default_factory=dict[str, int])
+    kinds: bytearray = field(default_factory=bytearray)
+    """Each census file's kind, in path order (a file's position is its index here)."""
+    position: Positions = field(default_factory=Positions)
     walk_truncated: bool = False
     rg_ignores_agree: bool = True
     """No ignore file that ripgrep could read differently (see `simple_rule`), no `.rgignore`, and none
     above the start directory (ripgrep is told not to look upwards)."""
     known: dict[str, tuple[tuple[int, ...], int]] = field(default_factory=dict[str, tuple[tuple[int, ...], int]])
-    """Kinds sniffed before (see `known_kinds`), by path, with the file identity they were sniffed at."""
+    """Kinds sniffed before (see `known_kinds`), by path, with the file identity they were sniffed at; used
+    when the walk has no tree index to remember them in."""
     done: threading.Event = field(default_factory=threading.Event)
     stop: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
-    _running: list[tuple[int, int, int]] = field(default_factory=list[tuple[int, int, int]])
+    max_bytes: int = field(init=False, default=0)
+    _counted: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    """(files counted, text, binary, too large) for `stats_through`, which is asked in increasing order."""
+
+    def __post_init__(self) -> None:
+        self.max_bytes = self.ws.limits.max_file_bytes
 
     def run(self) -> None:
         try:
@@ -100,27 +155,30 @@ class Census:
             self.done.set()
 
     def _walk(self) -> None:
-        max_bytes = self.ws.limits.max_file_bytes
         request = self.request
         progress = request.progress
+        glob = self.glob
         with self.ws.walk(
             request.path, include_hidden=request.include_hidden, include_ignored=request.include_ignored
         ) as walk:
-            for entry in walk:
+            for run in walk.runs():
                 if self.stop.is_set():
                     break
-                if (self.glob is not None and not self.glob.matches(entry.walk_rel)) or not is_presentable(
-                    entry.rel_path
-                ):
-                    continue
-                kind = self._kind(walk, entry, max_bytes)
-                if kind is None:
-                    continue
+                prefix, walk_prefix, slot = run.prefix, run.walk_prefix, run.first_slot
+                positions = array("l", [-1]) * len(run.names)
+                for offset, name in enumerate(run.names):
+                    if glob is not None and not glob.matches(walk_prefix + name):
+                        continue
+                    rel = prefix + name
+                    if not is_presentable(rel):
+                        continue
+                    kind = self._kind(walk, run, name, rel, slot + offset)
+                    if kind is not None:
+                        positions[offset] = len(self.kinds)
+                        self.kinds.append(kind)
+                self.position.add(run, positions)
                 if progress is not None:
-                    progress.files += 1
-                self.position[entry.rel_path] = len(self.files)
-                self.files.append(entry.rel_path)
-                self.kinds.append(kind)
+                    progress.files = len(self.kinds)
             self.walk_truncated = walk.truncated
             self.rg_ignores_agree = (
                 not walk.saw_rgignore
@@ -129,46 +187,53 @@ class Census:
                 and all(simple_rule(line) for line in walk.ignore_lines)
             )
 
-    def _kind(self, walk: Walk, entry: FileEntry, max_bytes: int) -> int | None:
+    def _kind(self, walk: Walk, run: Run, name: str, rel: str, slot: int) -> int | None:
         """The file's kind, or None when the walk's policy refuses it (not a regular file, hard-linked)."""
         try:
-            info = entry.entry.stat(follow_symlinks=False)
+            info = os.stat(name, dir_fd=run.dir_fd, follow_symlinks=False)
         except OSError:
             return None
         if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not walk.jail.allow_hard_links):
             return None
-        if info.st_size > max_bytes:
+        if info.st_size > self.max_bytes:
             return TOO_LARGE
-        key = _identity(info)
-        known = self.known.get(entry.rel_path)
-        if known is not None and known[0] == key:
-            return known[1]
-        opened = walk.open_file_stat(entry)
+        if run.facts is not None:
+            remembered = facts.recall(run.facts, slot, info)
+            if remembered is not None:
+                return remembered[0]
+        else:
+            known = self.known.get(rel)
+            if known is not None and known[0] == _identity(info):
+                return known[1]
+        opened = walk.open_at(run.dir_fd, name)
         if opened is None:
             return None
         fd, info = opened
         try:
-            if info.st_size > max_bytes:
+            if info.st_size > self.max_bytes:
                 return TOO_LARGE
             kind = BINARY if looks_binary(os.pread(fd, SNIFF_BYTES, 0)) else TEXT
         finally:
             os.close(fd)
         # As git's racy-clean rule: a file changed in the last moments may change again within the same
         # timestamp tick without its identity showing it, so its kind is not remembered yet.
-        if len(self.known) < MAX_KNOWN and time.time_ns() - info.st_ctime_ns > RACY_NS:
-            self.known[entry.rel_path] = (_identity(info), kind)
+        if run.facts is not None:
+            facts.remember(run.facts, slot, info, kind, racy_ns=RACY_NS)
+        elif len(self.known) < MAX_KNOWN and time.time_ns() - info.st_ctime_ns > RACY_NS:
+            self.known[rel] = (_identity(info), kind)
         return kind
 
     def stats_through(self, index: int, stats: SearchStats) -> None:
         """Set `stats` to the counts of the files up to and including `index` (-1: none); call after `done`."""
-        if len(self._running) != len(self.kinds) + 1:
-            running = [(0, 0, 0)]
-            counts = [0, 0, 0]
-            for kind in self.kinds:
-                counts[kind] += 1
-                running.append((counts[0], counts[1], counts[2]))
-            self._running = running
-        stats.files_searched, stats.skipped_binary, stats.skipped_too_large = self._running[index + 1]
+        counted = self._counted
+        end = index + 1
+        if end < counted[0]:
+            counted[:] = [0, 0, 0, 0]
+        kinds = self.kinds
+        for kind in (TEXT, BINARY, TOO_LARGE):
+            counted[kind + 1] += kinds.count(kind, counted[0], end)
+        counted[0] = max(counted[0], end)
+        stats.files_searched, stats.skipped_binary, stats.skipped_too_large = counted[1:]
 
     def progress(self) -> int:
-        return len(self.files)
+        return len(self.kinds)

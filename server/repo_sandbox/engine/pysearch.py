@@ -1,8 +1,7 @@
-"""The pure-Python search engine: whole-buffer matching, line numbers computed only on hits.
+"""The pure-Python search engine's patterns: the compiled query, its required literal, the time budget,
+and decoding (the line search itself is `engine.pylines`).
 
-Without `multiline`, a match never spans lines (as in ripgrep): a candidate that crosses a newline is
-re-checked within its own line. Every regex call carries the remaining time budget (`regex` timeouts),
-so no pattern can hang the server.
+Every regex call carries the remaining time budget (`regex` timeouts), so no pattern can hang the server.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import Any
 import regex
 
 from repo_sandbox.engine.dialect import bytes_safe, check_dialect
-from repo_sandbox.engine.request import LineHit
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 
@@ -117,6 +115,8 @@ class Query:
     required: bytes | None = None
     """UTF-8 bytes every matching file contains (case-sensitive patterns only): files without them are
     skipped before they are decoded."""
+    required_text: str | None = None
+    """The same literal as text: every match contains it, so only the lines holding it are searched."""
     flags: int = 0
     source: str = ""
     _for_bytes: Query | None = None
@@ -129,7 +129,14 @@ class Query:
         if self._for_bytes is None:
             compiled = regex.compile(bytes_safe(self.source), self.flags)
             self._for_bytes = Query(
-                self.pattern, False, self.case_sensitive, self.multiline, compiled, self.required, self.flags
+                self.pattern,
+                False,
+                self.case_sensitive,
+                self.multiline,
+                compiled,
+                self.required,
+                self.required_text,
+                self.flags,
             )
         return self._for_bytes
 
@@ -157,7 +164,17 @@ class Query:
             ) from exc
         literal = pattern if fixed_strings else required_literal(pattern)
         required = literal.encode("utf-8") if literal and case_sensitive else None
-        return cls(pattern, fixed_strings, case_sensitive, multiline, compiled, required, flags, source)
+        return cls(
+            pattern,
+            fixed_strings,
+            case_sensitive,
+            multiline,
+            compiled,
+            required,
+            required_text=literal if required is not None else None,
+            flags=flags,
+            source=source,
+        )
 
     def finder(self, deadline: Deadline) -> Callable[[str, int, int], tuple[int, int] | None]:
         """A function (text, start, end) -> (match_start, match_end) or None."""
@@ -184,81 +201,6 @@ class Query:
             return None if m is None else m.span()
 
         return find_regex
-
-
-def _context_before(text: str, line_start: int, count: int) -> list[str]:
-    lines: list[str] = []
-    end = line_start - 1  # the '\n' that ends the previous line
-    while count > 0 and end >= 0:
-        start = text.rfind("\n", 0, end) + 1
-        lines.append(text[start:end])
-        end = start - 1
-        count -= 1
-    lines.reverse()
-    return lines
-
-
-def _context_after(text: str, line_end: int, count: int) -> list[str]:
-    lines: list[str] = []
-    start = line_end + 1
-    n = len(text)
-    while count > 0 and start < n:
-        end = text.find("\n", start)
-        if end < 0:
-            end = n
-        lines.append(text[start:end])
-        start = end + 1
-        count -= 1
-    return lines
-
-
-def search_text_buffer(
-    query: Query, text: str, *, context: int, deadline: Deadline, keep: tuple[int, int] = (0, 0)
-) -> tuple[int, list[LineHit]]:
-    """Count the matching lines of one decoded file; materialise those whose index is in [keep[0], keep[1]).
-
-    Line numbers (and context) are computed only for materialised hits.
-    """
-    find = query.finder(deadline)
-    hits: list[LineHit] = []
-    count = 0
-    n = len(text)
-    pos = 0
-    line_no = 1
-    counted_to = 0
-    while pos <= n:
-        found = find(text, pos, n)
-        if found is None:
-            break
-        m_start, m_end = found
-        line_start = text.rfind("\n", 0, m_start) + 1
-        line_end = text.find("\n", m_start)
-        if line_end < 0:
-            line_end = n
-        if m_start == n and (n == 0 or text[n - 1] == "\n"):
-            break  # an empty match after the final newline (or in an empty file) is not a line
-        if not query.multiline and m_end > line_end:
-            found = find(text, line_start, line_end)
-            if found is None:
-                pos = line_end + 1
-                continue
-            m_end = found[1]
-        last_end = line_end
-        if query.multiline and m_end > line_end:
-            last_end = text.find("\n", max(m_end - 1, m_start))
-            if last_end < 0:
-                last_end = n
-        if keep[0] <= count < keep[1]:
-            line_no += text.count("\n", counted_to, line_start)
-            counted_to = line_start
-            hit = LineHit(line=line_no, text=text[line_start:last_end])
-            if context:
-                hit.before = _context_before(text, line_start, context)
-                hit.after = _context_after(text, last_end, context)
-            hits.append(hit)
-        count += 1
-        pos = last_end + 1
-    return count, hits
 
 
 def decode_for_search(data: bytes | memoryview) -> tuple[str, bool]:

@@ -4,18 +4,19 @@ The argv is built here and nowhere else: `--no-config`, the Rust regex engine on
 hidden/ignore settings and deny-list globs as flags, never `--follow`; the pattern after `--regexp` and
 the path after `--`, so neither can ever be read as a flag. rg starts in the directory the jail opened
 (through /proc/self/fd, so a directory swapped for a symlink after the check changes nothing), with an
-environment built from scratch. Output is `--null` separated; `close()` kills the process (only it).
+environment built from scratch, by the Landlock-confined launcher (`engine.confine`). Output is `--null`
+separated; `close()` kills the process (only it).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
+from repo_sandbox.engine.confine import Launcher
 from repo_sandbox.engine.request import SearchRequest
 from repo_sandbox.engine.ripgrep import Ripgrep, clean_env
 
@@ -37,6 +38,16 @@ class RgOptions:
     max_file_bytes: int
     deny_globs: tuple[str, ...] = ()
     glob: str | None = None
+
+
+def deny_iglobs(rules: tuple[str, ...]) -> list[str]:
+    """The deny-list as few rg globs as mean the same: the rules that name no directory (no '/') and hold
+    no ',' are one brace alternation (rg compiles one glob instead of dozens: about a millisecond less per
+    search); a rule with a '/' keeps its own glob, where the slash keeps its gitignore meaning."""
+    basenames = [rule for rule in rules if "/" not in rule and "," not in rule]
+    others = [rule for rule in rules if rule not in basenames]
+    grouped = ["{" + ",".join(basenames) + "}"] if len(basenames) > 1 else basenames
+    return grouped + others
 
 
 def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[str]:
@@ -61,8 +72,8 @@ def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[
         argv += ["--no-require-git", "--no-ignore-parent", "--no-ignore-global", "--no-ignore-exclude"]
     else:
         argv.append("--no-ignore")
-    for rule in options.deny_globs:
-        argv += ["--iglob", "!" + rule]
+    for glob in deny_iglobs(options.deny_globs):
+        argv += ["--iglob", "!" + glob]
     if options.glob is not None:
         argv += ["--glob", options.glob]
     argv.append("--case-sensitive" if request.case_sensitive else "--ignore-case")
@@ -95,20 +106,11 @@ class FileOutput:
 class RgProcess:
     """A running rg; iterate `files()`, then check `failed`. Always `close()`."""
 
-    def __init__(self, argv: list[str], dir_fd: int, confine: Callable[[], None], *, count_only: bool) -> None:
+    def __init__(self, argv: list[str], dir_fd: int, launcher: Launcher, *, count_only: bool) -> None:
         self.count_only = count_only
         self.bytes_read = 0
         self._stderr = b""
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=f"/proc/self/fd/{dir_fd}",
-            env=clean_env(),
-            close_fds=True,
-            preexec_fn=confine,  # noqa: PLW1509  # two raw syscalls (Landlock), no Python state touched
-        )
+        self.proc = launcher.popen(argv, cwd=f"/proc/self/fd/{dir_fd}", env=clean_env())
 
     def _chunks(self) -> Iterator[bytes]:
         stdout = self.proc.stdout

@@ -6,12 +6,13 @@ jail, the deny-list, hidden and ignore rules, the hard-link policy and the binar
 policy walker's, whatever rg did. Results are the Python engine's, file for file:
 - unsorted rg output is collected and put in path order; past `SWITCH_LINES` matching lines (a pattern
   with very many hits) rg is stopped and run again with `--sort path`, streaming, so that the caller can
-  stop it as soon as its page is full;
+  stop it as soon as its page is full; the same search again (the next page) starts with the stream;
 - rg is trusted to skip ignored directories only when every ignore file it would read means the same to
   it as to git (`census.simple_rule`); otherwise it runs again with `--no-ignore`;
 - a text file in which rg meets a NUL byte reports no matches (the Python engine does the same);
 - multiline searches, single files and rg failures are answered by the Python engine.
 rg itself runs confined by Landlock (`engine.confine`): whatever it follows, it reads only the repository.
+Each workspace has one confined launcher thread per rg binary, started by its first search.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Final
 
-from repo_sandbox.engine import pytree
+from repo_sandbox.engine import pytree, rgstate
 from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
-from repo_sandbox.engine.confine import confinement
+from repo_sandbox.engine.confine import Launcher
 from repo_sandbox.engine.pysearch import Query
 from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, build_argv
@@ -55,9 +56,9 @@ class _Search:
         stats: SearchStats,
         dir_fd: int,
         start_rel: str,
-        confine: Callable[[], None],
+        launcher: Launcher,
     ) -> None:
-        self.confine = confine
+        self.launcher = launcher
         self.ws = ws
         self.rg = rg
         self.request = request
@@ -89,7 +90,7 @@ class _Search:
         self._stop_process()
         argv = build_argv(self.rg, self.request, options)
         try:
-            self.process = RgProcess(argv, self.dir_fd, self.confine, count_only=options.count_only)
+            self.process = RgProcess(argv, self.dir_fd, self.launcher, count_only=options.count_only)
         except OSError as exc:  # rg vanished, or cannot start under its confinement
             raise _Fallback(str(exc)) from exc
         return self.process
@@ -166,37 +167,51 @@ class _Search:
         self.census.stats_through(position, self.stats)
         return self._file_hits(output)
 
+    def _first_run(self, options: RgOptions, *, many: bool) -> dict[bytes, FileOutput] | RgProcess:
+        """Every file's output of an unsorted run, or (too many hits, or known to have many) the started
+        sorted stream, which starts up and fills its pipe while the census finishes."""
+        outputs = None if many else self._collect(options)
+        return self._start(dataclasses.replace(options, sorted_output=True)) if outputs is None else outputs
+
     def run(self) -> Iterator[FileHits]:
         thread = threading.Thread(target=self.census.run, name="repo-sandbox-census", daemon=True)
         thread.start()
         try:
             options = self.base
-            outputs = self._collect(options)
+            many = rgstate.many_hits_before(self.ws, self.request)
+            first = self._first_run(options, many=many)
             self._wait_census()
             if options.use_ignore_files and not self.census.rg_ignores_agree:
                 options = dataclasses.replace(options, use_ignore_files=False)
-                outputs = self._collect(options)
-            if outputs is not None:
-                placed = [(p, output) for output in outputs.values() if (p := self._placed(output)) is not None]
+                first = self._first_run(options, many=many)
+            rgstate.remember_many_hits(self.ws, self.request, many=isinstance(first, RgProcess))
+            if isinstance(first, RgProcess):
+                yield from self._stream(first, options)
+            else:
+                placed = [(p, output) for output in first.values() if (p := self._placed(output)) is not None]
                 placed.sort(key=lambda item: item[0])
                 for position, output in placed:
                     yield self._emit(position, output)
-            else:
-                process = self._start(dataclasses.replace(options, sorted_output=True))
-                yielded = False
-                for output in process.files():
-                    self._check_cancel()
-                    position = self._placed(output)
-                    if position is not None:
-                        yielded = True
-                        yield self._emit(position, output)
-                self._finish(process, yielded=yielded)
             self.census.stats_through(len(self.census.kinds) - 1, self.stats)
             self.stats.walk_truncated = self.census.walk_truncated
         finally:
             self._stop_process()
             self.census.stop.set()
             thread.join()
+
+    def _stream(self, process: RgProcess, options: RgOptions) -> Iterator[FileHits]:
+        yielded = False
+        seen = 0
+        for output in process.files():
+            self._check_cancel()
+            seen += 1 if options.count_only else output.count
+            position = self._placed(output)
+            if position is not None:
+                yielded = True
+                yield self._emit(position, output)
+        self._finish(process, yielded=yielded)
+        if seen <= SWITCH_LINES:  # read to the end, and not that many after all
+            rgstate.remember_many_hits(self.ws, self.request, many=False)
 
 
 def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
@@ -219,17 +234,15 @@ def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: Se
         yield from pytree.iter_file_hits(ws, request, stats)
         return
     assert dir_fd is not None
-    confined = confinement(ws.jail.root_fd, rg.path)
     try:
-        if confined is None:
+        launcher = rgstate.launcher_for(ws, rg)
+        if launcher is None:
             yield from pytree.iter_file_hits(ws, request, stats)
             return
-        search = _Search(ws, rg, request, stats, dir_fd, start_rel, confined.preexec)
+        search = _Search(ws, rg, request, stats, dir_fd, start_rel, launcher)
         try:
             yield from search.run()
         except _Fallback:  # raised before any file is yielded, so `stats` is still untouched
             yield from pytree.iter_file_hits(ws, request, stats)
     finally:
         os.close(dir_fd)
-        if confined is not None:
-            confined.close()

@@ -67,6 +67,8 @@ BASE_ENV: Final[dict[str, str]] = {
     "GIT_ADVICE": "0",
 }
 
+HOST_ENV: Final = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8"}
+
 
 def _driver_overrides(names: list[str]) -> list[tuple[str, str]]:
     overrides: list[tuple[str, str]] = []
@@ -128,10 +130,14 @@ class GitHardening:
                 self._cache_key = key
             return self._drivers
 
+    def host_env(self) -> dict[str, str]:
+        """The environment for git runs on the host that only read (`exec.gitnames`): fully hardened."""
+        return {**HOST_ENV, **self.env()}
+
     def _list_driver_keys(self) -> list[str]:
         if self.git_binary is None:
             return []
-        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8", **BASE_ENV, **self.repo_env()}
+        env = {**HOST_ENV, **BASE_ENV, **self.repo_env()}
         try:
             result = subprocess.run(
                 [self.git_binary, "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff)\."],

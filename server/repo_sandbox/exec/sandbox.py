@@ -44,7 +44,9 @@ SYSTEM_PATH: Final = "/usr/bin:/bin"
 """The only PATH a sandboxed program gets."""
 ETC_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group")
 """The /etc entries a sandbox shows: the loader cache, the time zone, and the user and group names `ls -l`
-prints (names only; /etc/shadow is never shown). Each bind costs about 0.7 ms, so the list is short."""
+prints (names only; /etc/shadow is never shown). Each bind costs about 0.3 ms, so the list is short."""
+GIT_ETC_FILES: Final = ETC_FILES[:2]
+"""What git stages get of /etc under bwrap: git's read-only commands never look up user or group names."""
 _SYSTEM_LINKS: Final = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 LAUNCHER: Final = str(Path(__file__).with_name("_launcher.py"))
 
@@ -98,7 +100,7 @@ class StageCommand:
 
 
 @cache
-def _system_mounts() -> tuple[str, ...]:
+def _system_mounts(etc_files: tuple[str, ...] = ETC_FILES) -> tuple[str, ...]:
     args = ["--ro-bind", "/usr", "/usr"]
     for name in _SYSTEM_LINKS:
         path = f"/{name}"
@@ -106,7 +108,7 @@ def _system_mounts() -> tuple[str, ...]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    for path in ETC_FILES:
+    for path in etc_files:
         args += ["--ro-bind-try", path, path]
     return tuple(args)
 
@@ -142,7 +144,7 @@ def bwrap_prefix(
     args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if network:
         args.append("--share-net")
-    args += _system_mounts()
+    args += _system_mounts(ETC_FILES if git_dir is None else GIT_ETC_FILES)
     if with_proc:
         args += ["--proc", "/proc"]
     args += ["--dev", "/dev", "--tmpfs", "/tmp", *bwrap_view_args(view, *mask_sources(tmp))]

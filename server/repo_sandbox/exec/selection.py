@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Final
 
+from repo_sandbox.audit.log import AuditLog
 from repo_sandbox.exec.sandbox import Backend, SandboxInfo, probe
 
 AUTO_ORDER: Final = (Backend.BWRAP, Backend.BWRAP_NOPROC, Backend.LANDLOCK)
@@ -66,6 +67,22 @@ def warning(info: SandboxInfo) -> str | None:
             "the timeout contain them."
         )
     return None
+
+
+def audit_fallback(audit: AuditLog, info: SandboxInfo) -> None:
+    """Record a sandbox that is not the one asked for, or none at all (`sandbox_fallback`)."""
+    text = warning(info)
+    if text is None and not rejected(info):
+        return
+    decision = "unavailable" if info.backend is None else "unsandboxed" if text is not None else "fallback"
+    audit.decision(
+        "sandbox_fallback",
+        decision=decision,
+        rule="exec.sandbox",
+        requested=info.requested,
+        backend=str(info.backend) if info.backend is not None else None,
+        rejected=rejected(info),
+    )
 
 
 def sandbox_report(info: SandboxInfo) -> dict[str, Any]:

@@ -34,12 +34,13 @@ from repo_sandbox.errors import (
 )
 from repo_sandbox.exec.approval import obtain_approval
 from repo_sandbox.exec.gitenv import GitHardening
+from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
 from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, stderr_cap, stdout_cap
 from repo_sandbox.exec.parse import parse_command
-from repo_sandbox.exec.runner import TAG_VARIABLE, run_pipeline
+from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
 from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, stage_command
-from repo_sandbox.exec.selection import rejected, sandbox_info, sandbox_report, warning
+from repo_sandbox.exec.selection import audit_fallback, sandbox_info, sandbox_report
 from repo_sandbox.exec.view import ViewCache
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
@@ -53,10 +54,18 @@ REPORTED_LIMITS: Final = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class Built:
+    """The sandboxed stages; `check` when a git stage got fewer exclusions (see `exec.gitexcludes`)."""
+
+    stages: list[StageCommand]
+    check: PruneCheck | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Planned:
     evaluation: Evaluation
     cwd: str
-    stages: list[StageCommand] | None
+    built: Built | None
     tmp: str
     per_call: bool
 
@@ -70,12 +79,14 @@ class ExecService:
         self.policy = CommandPolicy.from_config(self.config, workspace.settings.workspace.effective_deny)
         self.views = ViewCache(workspace.jail)
         self.git = GitHardening(workspace.root, shutil.which("git", path=SYSTEM_PATH))
+        self.excludes = ExcludePruner.for_rule(self.policy.rules.get("git"), self.git)
         self._state_dir: str | None = None
         self._sandbox_audited = False
         workspace.on_close.append(self.close)
 
     def close(self) -> None:
         self.views.close()
+        self.excludes.close()
         if self._state_dir is not None:
             shutil.rmtree(self._state_dir, ignore_errors=True)
             self._state_dir = None
@@ -87,22 +98,8 @@ class ExecService:
         info = sandbox_info(self.config.sandbox, self.config.network)
         if not self._sandbox_audited:
             self._sandbox_audited = True
-            self._audit_sandbox(info)
+            audit_fallback(self.workspace.audit, info)
         return info
-
-    def _audit_sandbox(self, info: SandboxInfo) -> None:
-        text = warning(info)
-        if text is None and not rejected(info):
-            return
-        decision = "unavailable" if info.backend is None else "unsandboxed" if text is not None else "fallback"
-        self.workspace.audit.decision(
-            "sandbox_fallback",
-            decision=decision,
-            rule="exec.sandbox",
-            requested=info.requested,
-            backend=str(info.backend) if info.backend is not None else None,
-            rejected=rejected(info),
-        )
 
     def report(self, *, programs: bool = False) -> dict[str, Any]:
         """The "exec" entry of status (and, with `programs`, of policy): is execute_bash on, which OS sandbox
@@ -164,9 +161,14 @@ class ExecService:
         )
 
     def build(
-        self, evaluation: Evaluation, cwd_rel: str, backend: Backend, tmp: str, tag: str, timeout_s: float
-    ) -> list[StageCommand]:
-        """The sandboxed command of every stage. Blocking (scans the repository view, reads git config)."""
+        self, evaluation: Evaluation, cwd_rel: str, backend: Backend, tmp: str, tag: str, timeout_s: float,
+        *, prune: bool = True,
+    ) -> Built:  # fmt: skip
+        """The sandboxed command of every stage. Blocking (scans the repository view, reads git config).
+
+        `prune`: give git stages only the deny-list exclusions that can match something (`exec.gitexcludes`;
+        never without an OS sandbox, where the working tree's denied entries are in plain sight).
+        """
         view = self.views.current()
         if not view.complete:
             raise SandboxFailedError(
@@ -176,10 +178,15 @@ class ExecService:
         host_cwd = root if cwd_rel == "." else os.path.join(root, cwd_rel)
         base_env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", TAG_VARIABLE: tag}
         commands: list[StageCommand] = []
+        check: PruneCheck | None = None
         for plan in evaluation.plans:
             env = {**base_env, **plan.env, **(self.git.env() if plan.needs_git_dir else {})}
+            args = plan.args
+            if plan.needs_git_dir and prune and backend is not Backend.NONE and "GIT_DIR" in env:
+                args, pruned = self.excludes.prune(args, view)
+                check = check or pruned
             command = stage_command(
-                backend, plan.binary, plan.args, view=view, cwd=host_cwd, env=env, tmp=tmp,
+                backend, plan.binary, args, view=view, cwd=host_cwd, env=env, tmp=tmp,
                 limits=self._limits(timeout_s), network=self.config.network, git=plan.needs_git_dir,
             )  # fmt: skip
             if command is None:
@@ -193,7 +200,7 @@ class ExecService:
                     rule="installed programs",
                 )
             commands.append(command)
-        return commands
+        return Built(commands, check)
 
     def timeout_for(self, requested: float | None) -> float:
         limits = self.workspace.limits
@@ -238,12 +245,12 @@ class ExecService:
         if evaluation.decision is Decision.ASK:
             return Planned(evaluation, cwd_rel, None, tmp, per_call)
         try:
-            stages = self.build(evaluation, cwd_rel, backend, tmp, tag, timeout_s)
+            built = self.build(evaluation, cwd_rel, backend, tmp, tag, timeout_s)
         except BaseException:
             if per_call:
                 shutil.rmtree(tmp, ignore_errors=True)
             raise
-        return Planned(evaluation, cwd_rel, stages, tmp, per_call)
+        return Planned(evaluation, cwd_rel, built, tmp, per_call)
 
     async def execute(
         self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, extras: dict[str, Any]
@@ -252,28 +259,25 @@ class ExecService:
         timeout_s = self.timeout_for(timeout_s)
         tag = f"{session_id}-{uuid.uuid4().hex[:12]}"
         planned = await anyio.to_thread.run_sync(self.plan, command, cwd, tag, timeout_s)
+
+        def rebuild(prune: bool) -> Built:
+            return self.build(planned.evaluation, planned.cwd, self.backend(), planned.tmp, tag, timeout_s, prune=prune)
+
         try:
-            stages = planned.stages
-            if stages is None:
+            built = planned.built
+            if built is None:
                 await obtain_approval(
                     self.workspace.audit, self.policy.ask, command, planned.evaluation, planned.cwd, extras
                 )
-                stages = await anyio.to_thread.run_sync(
-                    lambda: self.build(planned.evaluation, planned.cwd, self.backend(), planned.tmp, tag, timeout_s)
-                )
+                built = await anyio.to_thread.run_sync(rebuild, True)
             started = time.perf_counter()
-            max_output = self.workspace.limits.max_output_bytes
             try:
-                try:
-                    result = await run_pipeline(
-                        stages, timeout_s=timeout_s, stdout_cap=stdout_cap(max_output),
-                        stderr_cap=stderr_cap(max_output), drain_limit=DRAIN_LIMIT, tag=tag,
-                    )  # fmt: skip
-                except OSError as exc:
-                    raise SandboxFailedError(
-                        f"The sandbox could not start the command ({type(exc).__name__}).", sandbox=str(self.backend())
-                    ) from None
-                return shape_outcome(result, self.backend(), timeout_s, max_output)
+                result = await self._run(built.stages, timeout_s, tag)
+                if built.check is not None and not await anyio.to_thread.run_sync(
+                    self.excludes.unchanged, built.check, self.views
+                ):  # the repository moved while git ran: run it again with every exclusion
+                    result = await self._run((await anyio.to_thread.run_sync(rebuild, False)).stages, timeout_s, tag)
+                return shape_outcome(result, self.backend(), timeout_s, self.workspace.limits.max_output_bytes)
             except SandboxError as exc:
                 exc.details.setdefault("duration_ms", round((time.perf_counter() - started) * 1000, 1))
                 raise
@@ -281,6 +285,18 @@ class ExecService:
             if planned.per_call:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(lambda: shutil.rmtree(planned.tmp, ignore_errors=True))
+
+    async def _run(self, stages: list[StageCommand], timeout_s: float, tag: str) -> RunResult:
+        max_output = self.workspace.limits.max_output_bytes
+        try:
+            return await run_pipeline(
+                stages, timeout_s=timeout_s, stdout_cap=stdout_cap(max_output),
+                stderr_cap=stderr_cap(max_output), drain_limit=DRAIN_LIMIT, tag=tag,
+            )  # fmt: skip
+        except OSError as exc:
+            raise SandboxFailedError(
+                f"The sandbox could not start the command ({type(exc).__name__}).", sandbox=str(self.backend())
+            ) from None
 
 
 _services: weakref.WeakKeyDictionary[Workspace, ExecService] = weakref.WeakKeyDictionary()

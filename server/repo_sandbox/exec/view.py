@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from repo_sandbox.exec._inotify import DirWatch
 from repo_sandbox.policy.paths import Jail
+from repo_sandbox.tree.watch import DirWatch
 
 EntryKind = Literal["dir", "file", "symlink"]
 MAX_SCAN_ENTRIES: Final = 2_000_000

@@ -14,11 +14,15 @@ import operator
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.policy.gitignore import IgnoreRules
 from repo_sandbox.policy.paths import Jail
+
+if TYPE_CHECKING:
+    from repo_sandbox.tree.index import Snapshot
 
 IGNORE_FILES = (".gitignore", ".ignore")
 """Per-directory ignore files, lowest precedence first."""
@@ -48,7 +52,30 @@ class FileEntry:
     """Path relative to the directory the walk started from (what globs match against)."""
     name: str
     dir_fd: int
-    entry: os.DirEntry[str]
+    facts: bytearray | None = None
+    """Where a tree index remembers what it learnt about this file (`tree.facts`), at `slot`; None: nowhere."""
+    slot: int = -1
+
+    def stat(self) -> os.stat_result:
+        """The file's `lstat`, relative to its directory's fd (raises OSError if it vanished)."""
+        return os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
+
+
+@dataclass(slots=True)
+class Run:
+    """Consecutive regular files of one directory, in walk order. `dir_fd` is valid until the iterator advances."""
+
+    dir_fd: int
+    prefix: str
+    """The directory's root-relative path and '/' ('' for the root): a file's path is `prefix + name`."""
+    walk_prefix: str
+    """The same relative to where the walk started (what globs match against)."""
+    names: list[str]
+    facts: bytearray | None
+    """Where a tree index remembers facts about these files (see `FileEntry`), from slot `first_slot` on."""
+    first_slot: int
+    listing: str | None = None
+    """The tree index's listing of all the directory's files ('/'-joined, slot order), when it has one."""
 
 
 def _read_small_file(dir_fd: int, name: str) -> str | None:
@@ -67,8 +94,29 @@ def _read_small_file(dir_fd: int, name: str) -> str | None:
         os.close(fd)
 
 
+IgnoreStamp = tuple[str, tuple[int, ...] | None]
+"""An ignore file a directory holds and its `lstat` identity taken before it was read (None: gone)."""
+
+
+def stamp_of(info: os.stat_result) -> tuple[int, ...]:
+    """A file's identity and change times: any write, rename over it, chmod or new hard link changes one."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode)
+
+
+def stamp_at(dir_fd: int, name: str) -> tuple[int, ...] | None:
+    try:
+        return stamp_of(os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
+    except OSError:
+        return None
+
+
 def _load_ignore_spec(
-    dir_fd: int, dir_rel: str, present: set[str], jail: Jail, sink: list[str] | None = None
+    dir_fd: int,
+    dir_rel: str,
+    present: set[str],
+    jail: Jail,
+    sink: list[str] | None = None,
+    stamps: list[IgnoreStamp] | None = None,
 ) -> IgnoreRules | None:
     if not present:
         return None
@@ -76,6 +124,8 @@ def _load_ignore_spec(
     for name in IGNORE_FILES:
         # A deny-listed ignore file is not read either: its rules would reveal its content through what they hide.
         if name in present and not jail.deny.is_entry_denied(_join(dir_rel, name)):
+            if stamps is not None:
+                stamps.append((name, stamp_at(dir_fd, name)))
             text = _read_small_file(dir_fd, name)
             if text:
                 lines.extend(text.splitlines())
@@ -117,29 +167,121 @@ def _join(base: str, name: str) -> str:
     return name if base == "." else f"{base}/{name}"
 
 
-_Kept = tuple[str, str, bool, os.DirEntry[str]]
-"""An entry that passed the filters: (name, root-relative path, is_dir, the scandir entry)."""
+Kept = tuple[str, bool]
+"""An entry that passed the filters: (name, is_dir)."""
 
 
 @dataclass(slots=True)
-class _Frame:
-    """One directory being listed: its fd, where it is, the ignore rules in force and what is left of it."""
+class Listing:
+    """One directory as the policy walk sees it."""
+
+    kept: list[Kept]
+    """The entries the walk reports or enters, in name order."""
+    ignores: IgnoreStack
+    """The ignore rules in force for the entries: the directory's own pushed on its parent's."""
+    entries: int = 0
+    """Entries listed, hidden, ignored and denied ones included: what the walk's entry cap counts."""
+    ignore_lines: list[str] = field(default_factory=list[str])
+    """The lines of the ignore files this directory holds (see `Walk.ignore_lines`)."""
+    has_ignore_files: bool = False
+    rgignore: bool = False
+    """An ignore file ripgrep would read and the walk does not (see `Walk.saw_rgignore`)."""
+    ignore_stamps: list[IgnoreStamp] = field(default_factory=list[IgnoreStamp])
+    """The ignore files read, each with its identity before the read (only when asked for)."""
+
+
+def list_directory(
+    jail: Jail,
+    dir_fd: int,
+    dir_rel: str,
+    ignores: IgnoreStack,
+    options: WalkOptions,
+    budget: int,
+    *,
+    stamps: bool = False,
+) -> Listing | None:
+    """List one open directory and apply the policy to its entries; None when it holds more than `budget`
+    entries (the walk's entry cap). An unreadable or vanished directory lists as empty."""
+    entries: list[os.DirEntry[str]] = []
+    try:
+        with os.scandir(dir_fd) as it:
+            for entry in it:
+                if len(entries) >= budget:
+                    return None
+                entries.append(entry)
+    except OSError:
+        entries = []
+    if not entries:
+        return Listing([], ignores)
+    entries.sort(key=_entry_name)
+    listing = Listing([], ignores, len(entries))
+    if not options.include_ignored:
+        present = {e.name for e in entries if e.name in IGNORE_FILES}
+        listing.has_ignore_files = bool(present)
+        listing.rgignore = any(
+            e.name == ".rgignore" or (e.name in IGNORE_FILES and not e.is_file(follow_symlinks=False)) for e in entries
+        )
+        spec = _load_ignore_spec(
+            dir_fd, dir_rel, present, jail, listing.ignore_lines, listing.ignore_stamps if stamps else None
+        )
+        listing.ignores = ignores.pushed(dir_rel, spec)
+    listing.kept = _keep(jail, dir_rel, entries, listing.ignores, options)
+    return listing
+
+
+def _keep(
+    jail: Jail, dir_rel: str, entries: list[os.DirEntry[str]], ignores: IgnoreStack, options: WalkOptions
+) -> list[Kept]:
+    """The entries of one directory that the walk reports or enters, in name order.
+
+    Skipped: hidden names (unless asked for), symlinks, FIFOs, sockets and devices, deny-listed entries
+    and, unless asked for, ignored ones. Filtering a whole listing at once keeps the per-entry cost low.
+    """
+    include_hidden = options.include_hidden
+    denied = jail.deny.denied_names(dir_rel, [e.name for e in entries])
+    check_ignores = bool(ignores) and not options.include_ignored
+    prefix = "" if dir_rel == "." else dir_rel + "/"
+    kept: list[Kept] = []
+    for entry in entries:
+        name = entry.name
+        if not include_hidden and name.startswith("."):
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if not is_dir and not entry.is_file(follow_symlinks=False):
+                continue  # symlinks, FIFOs, sockets, devices
+        except OSError:
+            continue
+        if name in denied or (check_ignores and ignores.is_ignored(prefix + name, is_dir=is_dir)):
+            continue
+        kept.append((name, is_dir))
+    return kept
+
+
+@dataclass(slots=True)
+class Frame:
+    """One directory being walked: its fd, where it is, the ignore rules in force and what is left of it."""
 
     fd: int
     rel: str
     walk_prefix: str
     ignores: IgnoreStack
     depth: int
-    kept: list[_Kept]
+    kept: list[Kept]
     own_fd: bool
+    facts: bytearray | None = None
+    """Where a tree index remembers facts about this directory's files, by file slot (see `FileEntry`)."""
+    listing: str | None = None
     next_index: int = 0
+    next_slot: int = 0
 
 
 class Walk:
     """Iterate the regular files under a directory of the jail, in path order. Check `truncated` after.
 
     Iterative (an explicit stack of directory fds), so depth costs neither recursion nor more than one fd
-    per level; each level is opened with `O_NOFOLLOW` relative to its parent's fd.
+    per level; each level is opened with `O_NOFOLLOW` relative to its parent's fd. `tree.walk.IndexedWalk`
+    is this walk with the listings taken from the tree index where it provably still holds.
     """
 
     def __init__(self, jail: Jail, start_fd: int, start_rel: str, options: WalkOptions) -> None:
@@ -186,8 +328,12 @@ class Walk:
 
     def open_file_stat(self, entry: FileEntry) -> tuple[int, os.stat_result] | None:
         """As `open_file`, also returning the `fstat` of the opened file."""
+        return self.open_at(entry.dir_fd, entry.name)
+
+    def open_at(self, dir_fd: int, name: str) -> tuple[int, os.stat_result] | None:
+        """As `open_file_stat`, for the file `name` of a run's directory."""
         try:
-            fd = os.open(entry.name, _FILE_FLAGS, dir_fd=entry.dir_fd)
+            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
         except OSError:
             return None
         try:
@@ -200,83 +346,68 @@ class Walk:
             return None
         return fd, info
 
-    def _list(self, dir_fd: int) -> list[os.DirEntry[str]] | None:
-        """The directory's entries sorted by name; None when the entry cap is reached (the walk then ends)."""
-        budget = self.options.max_entries - self.entries_seen
-        entries: list[os.DirEntry[str]] = []
-        try:
-            with os.scandir(dir_fd) as it:
-                for entry in it:
-                    if len(entries) >= budget:
-                        self.truncated = self._stopped = True
-                        return None
-                    entries.append(entry)
-        except OSError:
-            return []  # unreadable or vanished: nothing to list
-        self.entries_seen += len(entries)
-        entries.sort(key=_entry_name)
-        return entries
+    def indexed_snapshot(self) -> Snapshot | None:
+        """A tree index snapshot that lists this walk's files exactly (`tree.walk.file_runs(snapshot,
+        start_rel)`), without opening anything; then `truncated` is set (the ignore flags are not). Else None."""
+        return None
 
-    def _frame(self, fd: int, rel: str, walk_prefix: str, ignores: IgnoreStack, depth: int, *, own_fd: bool) -> _Frame:
-        entries = self._list(fd)
-        if entries and not self.options.include_ignored:
-            present = {e.name for e in entries if e.name in IGNORE_FILES}
-            self.saw_rgignore |= any(
-                e.name == ".rgignore" or (e.name in IGNORE_FILES and not e.is_file(follow_symlinks=False))
-                for e in entries
-            )
-            ignores = ignores.pushed(rel, _load_ignore_spec(fd, rel, present, self.jail, self.ignore_lines))
-        return _Frame(fd, rel, walk_prefix, ignores, depth, self._keep(rel, entries or [], ignores), own_fd)
+    def _listing(self, fd: int, rel: str, ignores: IgnoreStack) -> Listing:
+        """The directory's listing, counted against the entry cap (the walk ends when it is reached)."""
+        listing = list_directory(
+            self.jail, fd, rel, ignores, self.options, self.options.max_entries - self.entries_seen
+        )
+        if listing is None:
+            self.truncated = self._stopped = True
+            return Listing([], ignores)
+        self.entries_seen += listing.entries
+        self.saw_rgignore |= listing.rgignore
+        self.ignore_lines.extend(listing.ignore_lines)
+        return listing
 
-    def _keep(self, dir_rel: str, entries: list[os.DirEntry[str]], ignores: IgnoreStack) -> list[_Kept]:
-        """The entries of one directory that the walk reports or enters, in name order.
-
-        Skipped: hidden names (unless asked for), symlinks, FIFOs, sockets and devices, deny-listed entries
-        and, unless asked for, ignored ones. Filtering a whole listing at once keeps the per-entry cost low.
-        """
-        include_hidden = self.options.include_hidden
-        denied = self.jail.deny.denied_names(dir_rel, [e.name for e in entries])
-        check_ignores = bool(ignores) and not self.options.include_ignored
-        prefix = "" if dir_rel == "." else dir_rel + "/"
-        kept: list[_Kept] = []
-        for entry in entries:
-            name = entry.name
-            if not include_hidden and name.startswith("."):
-                continue
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                if not is_dir and not entry.is_file(follow_symlinks=False):
-                    continue  # symlinks, FIFOs, sockets, devices
-            except OSError:
-                continue
-            rel = prefix + name
-            if name in denied or (check_ignores and ignores.is_ignored(rel, is_dir=is_dir)):
-                continue
-            kept.append((name, rel, is_dir, entry))
-        return kept
+    def _frame(self, fd: int, rel: str, walk_prefix: str, ignores: IgnoreStack, depth: int, *, own_fd: bool) -> Frame:
+        listing = self._listing(fd, rel, ignores)
+        return Frame(fd, rel, walk_prefix, listing.ignores, depth, listing.kept, own_fd)
 
     def __iter__(self) -> Iterator[FileEntry]:
+        for run in self.runs():
+            prefix, walk_prefix, fd, facts, slot = run.prefix, run.walk_prefix, run.dir_fd, run.facts, run.first_slot
+            for offset, name in enumerate(run.names):
+                yield FileEntry(prefix + name, walk_prefix + name, name, fd, facts, slot + offset)
+
+    def runs(self) -> Iterator[Run]:
+        """The walk's files in runs of consecutive files of one directory (cheaper than one entry per file)."""
         frames = [self._frame(self.start_fd, self.start_rel, "", self._ancestor_ignores(), 0, own_fd=False)]
         try:
             while frames and not self._stopped:
                 frame = frames[-1]
-                if frame.next_index >= len(frame.kept):
+                kept, index, count = frame.kept, frame.next_index, len(frame.kept)
+                if index >= count:
                     frames.pop()
                     if frame.own_fd:
                         os.close(frame.fd)
                     continue
-                name, rel, is_dir, entry = frame.kept[frame.next_index]
-                frame.next_index += 1
-                walk_rel = frame.walk_prefix + name
-                if not is_dir:
-                    yield FileEntry(rel, walk_rel, name, frame.fd, entry)
+                names: list[str] = []
+                while index < count and not kept[index][1]:
+                    names.append(kept[index][0])
+                    index += 1
+                if names:
+                    frame.next_index = index
+                    frame.next_slot += len(names)
+                    prefix = "" if frame.rel == "." else frame.rel + "/"
+                    first = frame.next_slot - len(names)
+                    yield Run(frame.fd, prefix, frame.walk_prefix, names, frame.facts, first, frame.listing)
                     continue
+                name = kept[index][0]
+                frame.next_index = index + 1
                 if frame.depth + 1 >= self.options.max_depth:
                     self.truncated = True
                     continue
                 child_fd = self._open_child(frame.fd, name)
                 if child_fd is not None:
-                    child = self._frame(child_fd, rel, walk_rel + "/", frame.ignores, frame.depth + 1, own_fd=True)
+                    child_rel = name if frame.rel == "." else f"{frame.rel}/{name}"
+                    child = self._frame(
+                        child_fd, child_rel, f"{frame.walk_prefix}{name}/", frame.ignores, frame.depth + 1, own_fd=True
+                    )
                     frames.append(child)
         finally:
             for frame in frames:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import stat
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.tools._results import OutputMeter, ResultModel, is_presentable
 from repo_sandbox.tools._textfile import CHUNK_BYTES, SNIFF_BYTES, looks_binary
+from repo_sandbox.tools._walk import FileEntry, Walk
+from repo_sandbox.tree import facts
 from repo_sandbox.workspace import Workspace
 
 DESCRIPTION = """Count lines of code in a file or a directory tree, like `wc -l` but jailed and filtered.
@@ -102,17 +105,18 @@ class _Tally:
         self.largest: list[_Ranked] = []
         self.buffer = bytearray(CHUNK_BYTES)
 
-    def add_fd(self, fd: int, rel_path: str, name: str, size: int | None = None) -> None:
+    def add_fd(self, fd: int, rel_path: str, name: str, size: int | None = None) -> tuple[int, int, int]:
+        """Count an open file; (kind, lines, bytes read) for the caller to remember (lines 0 unless text)."""
         size = os.fstat(fd).st_size if size is None else size
         if size > self.max_file_bytes:
             self.skipped_too_large += 1
-            return
+            return facts.TOO_LARGE, 0, 0
         # Reads go into one reused buffer (no allocation per file); the first read serves the sniff too.
         buffer = self.buffer
         got = os.readv(fd, [buffer])
         if looks_binary(bytes(buffer[: min(got, SNIFF_BYTES)])):
             self.skipped_binary += 1
-            return
+            return facts.BINARY, 0, 0
         newlines = 0
         size = 0
         last = 0
@@ -122,17 +126,40 @@ class _Tally:
             last = buffer[got - 1]
             got = os.readv(fd, [buffer]) if got == len(buffer) else 0
         lines = newlines + (1 if size and last != 0x0A else 0)
+        self.add_text(rel_path, name, lines, size)
+        return facts.TEXT, lines, size
+
+    def add_text(self, rel_path: str, name: str, lines: int, size: int) -> None:
         self.total_lines += lines
         self.files += 1
         self.bytes += size
         slot = self.by_ext.setdefault(_extension(name), [0, 0])
         slot[0] += 1
         slot[1] += lines
-        item = _Ranked(lines, rel_path)
         if len(self.largest) < TOP_FILES:
-            heapq.heappush(self.largest, item)
-        elif self.largest[0] < item:
-            heapq.heapreplace(self.largest, item)
+            heapq.heappush(self.largest, _Ranked(lines, rel_path))
+        elif self.largest[0].lines <= lines:
+            item = _Ranked(lines, rel_path)
+            if self.largest[0] < item:
+                heapq.heapreplace(self.largest, item)
+
+    def add_known(self, entry: FileEntry, info: os.stat_result) -> bool:
+        """Count a walked file from what the tree index remembers of it at this identity; False if nothing."""
+        if info.st_size > self.max_file_bytes:
+            self.skipped_too_large += 1
+            return True
+        assert entry.facts is not None
+        known = facts.recall(entry.facts, entry.slot, info)
+        if known is None:
+            return False
+        kind, lines = known
+        if kind == facts.BINARY:
+            self.skipped_binary += 1
+        elif lines == facts.UNKNOWN_LINES:
+            return False
+        else:
+            self.add_text(entry.rel_path, entry.name, lines, info.st_size)
+        return True
 
     def result(self, walk_truncated: bool, max_output_bytes: int) -> CountLinesResult:
         meter = OutputMeter(max_output_bytes)
@@ -186,13 +213,29 @@ def count_lines(ws: Workspace, args: CountLinesArgs) -> CountLinesResult:
         for entry in walk:
             if (glob is not None and not glob.matches(entry.walk_rel)) or not is_presentable(entry.rel_path):
                 continue
+            if entry.facts is not None and _counted_from_memory(walk, tally, entry):
+                continue
             opened = walk.open_file_stat(entry)
             if opened is None:
                 continue
             fd, info = opened
             try:
-                tally.add_fd(fd, entry.rel_path, entry.name, info.st_size)
+                kind, lines, size = tally.add_fd(fd, entry.rel_path, entry.name, info.st_size)
             finally:
                 os.close(fd)
+            if entry.facts is not None and kind != facts.TOO_LARGE and (kind == facts.BINARY or size == info.st_size):
+                facts.remember(entry.facts, entry.slot, info, kind, lines)
         walk_truncated = walk.truncated
     return tally.result(walk_truncated, ws.limits.max_output_bytes)
+
+
+def _counted_from_memory(walk: Walk, tally: _Tally, entry: FileEntry) -> bool:
+    """Count a file the tree index knows at its current identity (an `lstat`, no read); False: read it.
+    A file the walk's policy refuses (no longer regular, hard-linked) counts as handled."""
+    try:
+        info = entry.stat()
+    except OSError:
+        return True  # vanished since the listing
+    if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not walk.jail.allow_hard_links):
+        return True
+    return tally.add_known(entry, info)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from repo_sandbox.tools._glob import compile_glob
+from repo_sandbox.tools._glob import Glob, compile_glob
 from repo_sandbox.tools._results import OutputMeter, Paged, is_presentable, page_offsets
+from repo_sandbox.tree.walk import file_runs
 from repo_sandbox.workspace import Workspace
 
 DESCRIPTION = """Find files in the repository by glob pattern; returns paths relative to the root.
@@ -22,6 +25,12 @@ server's walk limit was reached: narrow `path`. sort="modified" lists the newest
 Example: {"pattern": "**/test_*.py", "path": "tests"}
 Common mistake: using execute_bash with `find` or `ls -R`; this tool is faster and already filtered.
 """
+
+
+REMEMBERED_PATHS = 50_000
+"""Larger listings are not kept for the next page (about 100 bytes a path)."""
+_PLAIN_JSON = re.compile(r"[ !#-\[\]-~]*")
+"""Printable ASCII without '"' and '\\': characters JSON writes as themselves (one byte each)."""
 
 
 class SearchFilesArgs(BaseModel):
@@ -57,6 +66,33 @@ class SearchFilesResult(Paged):
     total: int = Field(description="Number of matching files.")
 
 
+def _name_glob(glob: Glob) -> Glob | None:
+    """The glob of file names equivalent to `glob`, when it is one (`**/*.py` is `*.py`): matching a name is
+    cheaper than building and matching a path."""
+    if glob.basename_only:
+        return glob
+    body = glob.pattern.removeprefix("!")
+    rest = body.removeprefix("**/")
+    if rest == body or not rest or "/" in rest or "**" in rest:
+        return None
+    return compile_glob(("!" if glob.negated else "") + rest)
+
+
+def _listed(runs: Iterator[tuple[str, str, list[str]]], glob: Glob) -> list[str]:
+    """The paths of the indexed runs that the glob matches."""
+    found: list[str] = []
+    name_glob = _name_glob(glob)
+    if name_glob is not None:
+        match, negated = name_glob.regex.fullmatch, name_glob.negated
+        for prefix, _, names in runs:
+            found.extend(prefix + name for name in names if (match(name) is None) is negated)
+    else:
+        match, negated = glob.regex.fullmatch, glob.negated
+        for prefix, walk_prefix, names in runs:
+            found.extend(prefix + name for name in names if (match(walk_prefix + name) is None) is negated)
+    return [path for path in found if is_presentable(path)]
+
+
 def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
     """List files under `path` whose path matches the glob.
 
@@ -65,25 +101,39 @@ def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
     """
     glob = compile_glob(args.pattern)
     limit = min(args.limit, ws.limits.max_results)
-    found: list[tuple[float, str]] = []
+    found: list[str] = []
     with ws.walk(args.path, include_hidden=args.include_hidden, include_ignored=args.include_ignored) as walk:
-        for entry in walk:
-            if glob.matches(entry.walk_rel) and is_presentable(entry.rel_path):
-                mtime = 0.0
-                if args.sort == "modified":
-                    try:
-                        mtime = entry.entry.stat(follow_symlinks=False).st_mtime
-                    except OSError:
-                        continue
-                found.append((mtime, entry.rel_path))
+        snapshot = walk.indexed_snapshot() if args.sort == "path" else None
+        if snapshot is not None:  # the same listing answers the same question (pages of one search, repeats)
+            key = ("search_files", walk.start_rel, glob.pattern)
+            remembered: list[str] | None = snapshot.derived.get(key)
+            if remembered is None:
+                remembered = _listed(file_runs(snapshot, walk.start_rel), glob)
+                if len(remembered) <= REMEMBERED_PATHS:
+                    snapshot.remember(key, remembered)
+            found = remembered
+        else:
+            dated: list[tuple[float, str]] = []
+            for entry in walk:
+                if glob.matches(entry.walk_rel) and is_presentable(entry.rel_path):
+                    mtime = 0.0
+                    if args.sort == "modified":
+                        try:
+                            mtime = entry.stat().st_mtime
+                        except OSError:
+                            continue
+                    dated.append((mtime, entry.rel_path))
+            if args.sort == "modified":
+                dated.sort(key=lambda item: (-item[0], item[1]))
+            found = [rel for _, rel in dated]
         walk_truncated = walk.truncated
-    if args.sort == "modified":
-        found.sort(key=lambda item: (-item[0], item[1]))
     meter = OutputMeter(ws.limits.max_output_bytes)
     files: list[str] = []
     consumed = 0
-    for _, rel in found[args.offset : args.offset + limit]:
-        cost = OutputMeter.item_cost(rel)
+    page = found[args.offset : args.offset + limit]
+    plain = _PLAIN_JSON.fullmatch("".join(page)) is not None
+    for rel in page:
+        cost = len(rel) + 4 if plain else OutputMeter.item_cost(rel)  # a plain string: quotes and ", " added
         if cost <= meter.limit:  # a path longer than a whole page is skipped, so paging always advances
             if not meter.try_add(cost):
                 break

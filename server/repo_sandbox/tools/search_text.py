@@ -142,26 +142,36 @@ def _request(
     )
 
 
-def _match_row(path: str, hit: LineHit, max_chars: int, meter: OutputMeter) -> TextMatch | None:
-    """The row for one hit if it fits in what is left of the page.
+_MATCH_FIXED_BYTES = len('{"path": , "line": , "text": , "before": [], "after": []}') + 2
+"""A `TextMatch` row as `json.dumps` writes it, without its values, and the list separator after it."""
+
+
+def _match_cost(path_cost: int, line: int, text: str, before: list[str], after: list[str]) -> int:
+    """Exactly `OutputMeter.item_cost` of the row, without building and dumping it."""
+    cost = _MATCH_FIXED_BYTES + path_cost + len(str(line)) + OutputMeter.cost(text)
+    for lines in (before, after):
+        if lines:
+            cost += sum(OutputMeter.cost(t) for t in lines) + 2 * (len(lines) - 1)
+    return cost
+
+
+def _match_row(path: str, hit: LineHit, max_chars: int, meter: OutputMeter, path_cost: int) -> TextMatch | None:
+    """The row for one hit if it fits in what is left of the page (`path_cost`: `OutputMeter.cost(path)`).
 
     A row too large for even an empty page (long lines with long context, or control characters that
     JSON escapes six-fold) is shrunk, so paging always advances: its context is dropped and its line cut.
     """
-    match = TextMatch(
-        path=path,
-        line=hit.line,
-        text=cut_text(hit.text, max_chars),
-        before=[cut_text(t, max_chars) for t in hit.before],
-        after=[cut_text(t, max_chars) for t in hit.after],
-    )
-    cost = OutputMeter.item_cost(match)
+    text = cut_text(hit.text, max_chars)
+    before = [cut_text(t, max_chars) for t in hit.before]
+    after = [cut_text(t, max_chars) for t in hit.after]
+    cost = _match_cost(path_cost, hit.line, text, before, after)
     if cost > meter.limit:
-        bare = TextMatch(path=path, line=hit.line, text="", before=[], after=[])
-        room = max(meter.limit - OutputMeter.item_cost(bare) - 64, 0) // 6
-        match = TextMatch(path=path, line=hit.line, text=cut_text(hit.text, room), before=[], after=[])
-        cost = OutputMeter.item_cost(match)
-    return match if meter.try_add(cost) else None
+        room = max(meter.limit - _match_cost(path_cost, hit.line, "", [], []) - 64, 0) // 6
+        text, before, after = cut_text(hit.text, room), [], []
+        cost = _match_cost(path_cost, hit.line, text, before, after)
+    if not meter.try_add(cost):
+        return None
+    return TextMatch.model_construct(path=path, line=hit.line, text=text, before=before, after=after)
 
 
 def search_text(
@@ -194,8 +204,9 @@ def search_text(
         total += file_hits.count
         path = file_hits.rel_path
         if content:
+            path_cost = OutputMeter.cost(path) if file_hits.hits else 0
             for hit in file_hits.hits:
-                match = _match_row(path, hit, limits.max_line_chars, meter)
+                match = _match_row(path, hit, limits.max_line_chars, meter, path_cost)
                 if match is None:
                     more = True
                     break

@@ -1,0 +1,73 @@
+"""What the ripgrep engine keeps per workspace between searches: the confined launcher and strategy hints."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import weakref
+from collections import OrderedDict
+from functools import partial
+from typing import Final
+
+from repo_sandbox.engine.confine import Launcher, launcher
+from repo_sandbox.engine.request import SearchRequest
+from repo_sandbox.engine.ripgrep import Ripgrep
+from repo_sandbox.workspace import Workspace
+
+MAX_REMEMBERED: Final = 256
+_many_hits: weakref.WeakKeyDictionary[Workspace, OrderedDict[SearchRequest, None]] = weakref.WeakKeyDictionary()
+_many_hits_lock = threading.Lock()
+
+
+def many_hits_before(ws: Workspace, request: SearchRequest) -> bool:
+    """Whether the same search (whatever its page) had more hits than an unsorted run collects last time.
+
+    Only a strategy hint: such a search starts with the sorted stream instead of an unsorted run that
+    would be stopped anyway (paging through a large result). Both strategies give the same results, so a
+    hint that has gone stale (the tree changed) costs time, never correctness.
+    """
+    with _many_hits_lock:
+        remembered = _many_hits.get(ws)
+        return remembered is not None and _page_free(request) in remembered
+
+
+def remember_many_hits(ws: Workspace, request: SearchRequest, *, many: bool) -> None:
+    key = _page_free(request)
+    with _many_hits_lock:
+        remembered = _many_hits.setdefault(ws, OrderedDict())
+        if not many:
+            remembered.pop(key, None)
+            return
+        remembered[key] = None
+        remembered.move_to_end(key)
+        while len(remembered) > MAX_REMEMBERED:
+            remembered.popitem(last=False)
+
+
+def _page_free(request: SearchRequest) -> SearchRequest:
+    return dataclasses.replace(request, keep_hits=(0, 0), cancel=None, progress=None)
+
+
+_launchers: weakref.WeakKeyDictionary[Workspace, dict[str, Launcher | None]] = weakref.WeakKeyDictionary()
+_launchers_lock = threading.Lock()
+
+
+def launcher_for(ws: Workspace, rg: Ripgrep) -> Launcher | None:
+    """The workspace's launcher for this rg, started on first use and ended when the workspace closes; None
+    when it cannot be confined (then rg is not used)."""
+    with _launchers_lock:
+        by_path = _launchers.get(ws)
+        if by_path is None:
+            by_path = _launchers[ws] = {}
+            ws.on_close.append(partial(_close_launchers, by_path))
+        if rg.path not in by_path:
+            by_path[rg.path] = launcher(ws.jail.root_fd, rg.path)
+        return by_path[rg.path]
+
+
+def _close_launchers(by_path: dict[str, Launcher | None]) -> None:
+    with _launchers_lock:
+        started = [found for found in by_path.values() if found is not None]
+        by_path.clear()
+    for found in started:
+        found.close()

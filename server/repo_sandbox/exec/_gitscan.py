@@ -1,0 +1,249 @@
+"""Reading the names of a git repository as raw bytes, and searching needles in them (for `exec.gitnames`).
+
+Every name git stores appears in these bytes as `" name\\0"`: a tree object's entries are
+`<mode> <name>\\0<binary id>`, and index paths are laid out that way per component (`component_haystack`).
+Searches are over lowercased bytes (git's `icase` folds ASCII only). Extra bytes around the names (ids,
+modes, object headers) can only add matches, never hide one. All git runs here read only, under the
+hardened environment of `exec.gitenv`, and are killed after `GIT_TIMEOUT_S`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import threading
+import zlib
+from collections.abc import Callable, Iterable
+from typing import IO, Final
+
+MAX_TREES: Final = 100_000
+"""More tree objects than this in one scan (about 2 s here) and every exclusion is passed instead."""
+MAX_OBJECTS: Final = 4 * MAX_TREES
+"""More objects than this in the packs and loose objects of one scan: not scanned (every exclusion passed)."""
+MAX_INDEX_BYTES: Final = 256 * 1024 * 1024
+"""An index listing larger than this is not read (every exclusion passed)."""
+MAX_LOOSE_BYTES: Final = 64 * 1024 * 1024
+"""A loose object file larger than this is not read here (every exclusion passed)."""
+GIT_TIMEOUT_S: Final = 30.0
+"""A git run of the scan taking longer than this is killed (every exclusion passed)."""
+CHUNK: Final = 1 << 20
+
+
+class ScanError(Exception):
+    """The repository cannot be read soundly (git failed, something is not a plain file): fail closed."""
+
+
+def component_haystack(paths: Iterable[bytes]) -> bytes:
+    """Lowercased `b" name\\0"` for every component of every `/`-separated path."""
+    return b"".join(b" " + path.lower().replace(b"/", b"\0 ") + b"\0" for path in paths if path)
+
+
+class NeedleSearch:
+    """Remembers which needles occurred in what it was fed; pieces between NULs are searched once."""
+
+    def __init__(self, needles: Iterable[bytes]) -> None:
+        self.missing = set(needles)
+        self.found: set[bytes] = set()
+        self._seen: set[bytes] = set()
+        self._carry = b""
+
+    @property
+    def done(self) -> bool:
+        return not self.missing
+
+    def feed(self, data: bytes) -> None:
+        """A stream in chunks. A needle holds a NUL only at its end, so it lies within one NUL-separated
+        piece plus the NUL after it: searching each distinct piece once, followed by a NUL, finds it."""
+        pieces = (self._carry + data.lower()).split(b"\0")
+        self._carry = pieces.pop()
+        fresh = set(pieces) - self._seen
+        if len(self._seen) > 1_000_000:
+            self._seen.clear()
+        self._seen |= fresh
+        self.search(b"\0".join(fresh) + b"\0")
+
+    def finish(self) -> None:
+        self.search(self._carry + b"\0")
+        self._carry = b""
+
+    def search(self, haystack: bytes) -> None:
+        """One lowercased block."""
+        hits = {needle for needle in self.missing if needle in haystack}
+        self.found |= hits
+        self.missing -= hits
+
+
+def kind(path: str) -> int | None:
+    """The file type bits of `path` (not followed), None when it does not exist."""
+    try:
+        return stat.S_IFMT(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def index_key(path: str) -> tuple[int, ...] | bytes | None:
+    """Stat data and trailing checksum of the index: None when there is none, b"" when they cannot be
+    trusted to name the content (not a plain file, or written with `index.skipHash`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return b""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size < 32:
+            return b""
+        trailer = os.pread(fd, 20, info.st_size - 20)
+    finally:
+        os.close(fd)
+    if trailer == bytes(20):
+        return b""
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, *trailer)
+
+
+def pack_object_count(idx_path: str) -> int:
+    """The number of objects a pack index lists (the last fan-out entry, in version 1 or 2 layout)."""
+    with open(idx_path, "rb") as idx:
+        head = idx.read(8 + 1024)
+    fanout = head[8:] if head.startswith(b"\xfftOc") else head
+    if len(fanout) < 1024:
+        raise ScanError(f"{idx_path} is not a pack index")
+    return int.from_bytes(fanout[1020:1024], "big")
+
+
+def loose_tree(path: str) -> bytes | None:
+    """The raw content of a loose object when it is a tree, else None.
+
+    Raises: OSError or zlib.error for an object that is not a plain readable file or not a git object.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_LOOSE_BYTES:
+            raise OSError(f"{path} is not a plain file of a readable size")
+        inflate = zlib.decompressobj()
+        head = inflate.decompress(os.read(fd, 512), 64)
+        object_type, _, _ = head.partition(b" ")
+        if object_type in (b"blob", b"commit", b"tag"):
+            return None
+        end = head.find(b"\0")
+        if object_type != b"tree" or end < 0:
+            raise zlib.error(f"{path} is not a git object")
+        rest = bytearray(inflate.unconsumed_tail)
+        while chunk := os.read(fd, CHUNK):
+            rest += chunk
+        return head[end + 1 :] + inflate.decompress(bytes(rest)) + inflate.flush()
+    finally:
+        os.close(fd)
+
+
+class GitReader:
+    """Runs read-only git commands for one repository and streams their output."""
+
+    def __init__(self, binary: str, env: Callable[[], dict[str, str]], cwd: str) -> None:
+        self.binary = binary
+        self.env = env
+        self.cwd = cwd
+
+    def run(self, args: list[str], consume: Callable[[bytes], bool], stdin: IO[bytes] | None = None) -> None:
+        """Stream stdout into `consume` (returning False stops git early).
+
+        Raises: ScanError when git cannot start, fails or runs out of time.
+        """
+        try:
+            process = subprocess.Popen(
+                [self.binary, *args], env=self.env(), cwd=self.cwd, stdin=stdin or subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        except OSError as exc:
+            raise ScanError(f"git {args[0]}: {exc}") from None
+        timer = threading.Timer(GIT_TIMEOUT_S, process.kill)
+        timer.start()
+        stopped = False
+        try:
+            assert process.stdout is not None
+            while chunk := process.stdout.read(CHUNK):
+                if not consume(chunk):
+                    stopped = True
+                    break
+        except BaseException:
+            stopped = True
+            raise
+        finally:
+            if stopped:
+                process.kill()
+            if process.stdout is not None:
+                process.stdout.close()
+            code = process.wait()  # still bounded by the timer
+            timer.cancel()
+        if not stopped and code != 0:
+            raise ScanError(f"git {args[0]} exited with {code}")
+
+    def index_needles(self, needles: Iterable[bytes]) -> set[bytes] | None:
+        """The needles in the index's paths; None when the listing is too large."""
+        listing = bytearray()
+
+        def collect(chunk: bytes) -> bool:
+            listing.extend(chunk)
+            return len(listing) <= MAX_INDEX_BYTES
+
+        self.run(["ls-files", "-z"], collect)
+        if len(listing) > MAX_INDEX_BYTES:
+            return None
+        search = NeedleSearch(needles)
+        search.search(component_haystack(bytes(listing).split(b"\0")))
+        return search.found
+
+    def pack_ids(self, idx_path: str, out: IO[bytes]) -> None:
+        """Write the object ids of one pack to `out`, one a line, in pack order (cheaper to read in turn)."""
+        listing = bytearray()
+
+        def collect(chunk: bytes) -> bool:
+            listing.extend(chunk)
+            return True
+
+        with open(idx_path, "rb") as idx:
+            self.run(["show-index"], collect, stdin=idx)
+        entries: list[tuple[int, bytes]] = []
+        for line in bytes(listing).splitlines():
+            offset, _, rest = line.partition(b" ")
+            oid = rest.partition(b" ")[0]
+            if not offset.isdigit() or not oid:
+                raise ScanError(f"unexpected git show-index output for {idx_path}")
+            entries.append((int(offset), oid))
+        entries.sort()
+        out.writelines(oid + b"\n" for _, oid in entries)
+
+    def tree_needles(self, needles: Iterable[bytes], ids: IO[bytes], trees: IO[bytes]) -> set[bytes] | None:
+        """The needles in the trees among the objects listed in `ids`; None beyond MAX_TREES trees."""
+        count = 0
+        pending = b""
+
+        def pick_trees(chunk: bytes) -> bool:
+            nonlocal count, pending
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                if line.startswith(b"tree "):
+                    trees.write(line[5:] + b"\n")
+                    count += 1
+            return count <= MAX_TREES
+
+        ids.flush()
+        ids.seek(0)
+        self.run(["cat-file", "--batch-check=%(objecttype) %(objectname)"], pick_trees, stdin=ids)
+        if count > MAX_TREES:
+            return None
+        trees.flush()
+        trees.seek(0)
+        search = NeedleSearch(needles)
+
+        def feed(chunk: bytes) -> bool:
+            search.feed(chunk)
+            return not search.done
+
+        self.run(["cat-file", "--batch"], feed, stdin=trees)
+        search.finish()
+        return search.found

@@ -1,0 +1,301 @@
+"""The tree index: the policy walk's listing of every directory, reused between calls while provably unchanged.
+
+Why reusing it is correct. A directory's listing (its entries, and what the deny-list, hidden-name and ignore
+rules keep of them) changes only when
+- an entry is added, removed or renamed in it, or changes kind or metadata (a symlink swapped in for a
+  directory is a removal and an addition): its watch reports the event. Each directory is watched *before*
+  it is listed, so a change made during the listing is reported too. Where no watch can be placed (no
+  inotify, its limits reached, a network file system whose remote changes it would not see), each
+  directory's identity and time stamps are compared instead, and a directory whose stamps were younger than
+  `RACY_NS` when it was listed is listed again every time (a change in the same clock tick leaves them be);
+- an ignore file's content changes (no directory event): every ignore file's stat identity is compared on
+  every call, and a young one is read again every time;
+- the walk's own rules change: they are the workspace's settings, fixed for its life.
+Every call first drains the events (or compares the stamps) and lists again exactly the directories that
+changed, top down; a re-listed directory whose ignore rules read differently has its whole subtree listed
+again. A queue overflow, a read error or anything unexpected rebuilds the index; a tree too large to index
+is walked on every call. File *contents* are never trusted to the index: callers compare each file's stat
+identity (`tree.facts`) before reusing what they learnt from it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, Literal
+
+from repo_sandbox.policy.paths import Jail
+from repo_sandbox.tools._walk import IgnoreStack, WalkOptions, stamp_at
+from repo_sandbox.tree.build import DIR_FLAGS, Builder, TooLarge
+from repo_sandbox.tree.node import Node
+from repo_sandbox.tree.watch import Subscription, WatchHub
+
+TreeIndexMode = Literal["watch", "stat", "off"]
+ROOT_IGNORES: Final = IgnoreStack()
+"""What the root inherits: one object, so that rebuilt nodes can tell their rules are the same ones."""
+TOO_LARGE_RETRY_S: Final = 300.0
+"""After a tree proved too large to index, how long calls walk it before an index is tried again."""
+BUSY_RETRY_S: Final = 10.0
+"""After the watch queue overflowed, how long the index compares time stamps before it watches again."""
+LIMIT_RETRY_S: Final = 300.0
+"""After a directory could not be watched (the watch limit), how long before watching is tried again."""
+_REMOTE_FILESYSTEMS: Final = frozenset(
+    {0x6969, 0x517B, 0xFE534D42, 0xFF534D42, 0x01021997, 0x65735546, 0x00C36400, 0x5346414F, 0x73757245, 0x0BD00BD0}
+)
+"""statfs f_type of NFS, SMB, SMB2, CIFS, 9p, FUSE, Ceph, AFS, Coda, Lustre: inotify misses remote changes."""
+
+
+def watchable(path: str) -> bool:
+    """Whether inotify sees every change of the file system holding `path` (not a network or FUSE one)."""
+    buffer = ctypes.create_string_buffer(256)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.statfs(os.fsencode(path), buffer) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    f_type = int.from_bytes(buffer.raw[: ctypes.sizeof(ctypes.c_long)], "little", signed=True) & 0xFFFFFFFF
+    return f_type not in _REMOTE_FILESYSTEMS
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The index as it was at one call: never changed afterwards (later changes make a new snapshot)."""
+
+    nodes: Mapping[str, Node]
+    truncated: bool
+    """A directory was not entered (depth cap, out of descriptors): a walk from the root is truncated."""
+    with_ignores: tuple[Node, ...]
+    retry: tuple[str, ...]
+    derived: dict[Hashable, Any] = field(default_factory=dict[Hashable, Any], compare=False)
+    """What callers computed from this snapshot alone (`remember`): valid as long as the snapshot is."""
+
+    MAX_DERIVED: ClassVar[int] = 8
+
+    def remember(self, key: Hashable, value: object) -> None:
+        """Keep something computed from this snapshot's listings alone (never from file contents or time
+        stamps, which the snapshot does not vouch for), for as long as the snapshot is current."""
+        if len(self.derived) >= self.MAX_DERIVED:
+            self.derived.pop(next(iter(self.derived)), None)
+        self.derived[key] = value
+
+
+class TreeIndex:
+    """The index of one set of walk options. Thread-safe; `snapshot()` is fresh when it returns."""
+
+    def __init__(self, jail: Jail, options: WalkOptions, hub: WatchHub | None) -> None:
+        self.jail = jail
+        self.options = options
+        self.hub = hub
+        self._lock = threading.Lock()
+        self._snapshot: Snapshot | None = None
+        self._subscription: Subscription | None = None
+        self._by_wd: dict[int, str | set[str]] = {}
+        """The directories each watch descriptor stands for (one, unless a directory is mounted twice)."""
+        self._watch_lost = False
+        self._watch_again_at = 0.0
+        self._too_large_until = 0.0
+        self._closed = False
+
+    @property
+    def watching(self) -> bool:
+        return self._subscription is not None
+
+    def snapshot(self) -> Snapshot | None:
+        """The index brought up to date, or None when there is none (too large, closed, unreadable root)."""
+        with self._lock:
+            if self._closed:
+                return None
+            try:
+                if self._snapshot is None:
+                    if time.monotonic() >= self._too_large_until:
+                        self._rebuild({})
+                else:
+                    self._refresh(self._snapshot)
+            except TooLarge:
+                self._drop_all()
+                self._too_large_until = time.monotonic() + TOO_LARGE_RETRY_S
+            except OSError:
+                self._drop_all()  # fail closed: the next call tries again from scratch
+            return self._snapshot
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._drop_all()
+
+    def _drop_all(self) -> None:
+        self._snapshot = None
+        if self._subscription is not None:
+            self._subscription.close()
+        self._subscription = None
+        self._by_wd = {}
+
+    def _watch(self, fd: int, rel: str) -> int:
+        if self._subscription is None:
+            return -1
+        if self.jail.uses_proc:  # exactly the directory open at fd, whatever its path is now
+            wd = self._subscription.add(f"/proc/self/fd/{fd}", follow=True)
+        else:
+            wd = self._subscription.add(self.jail.root if rel == "." else os.path.join(self.jail.root, rel))
+        if wd < 0:
+            self._watch_lost = True
+        else:
+            held = self._by_wd.get(wd)
+            if held is None:
+                self._by_wd[wd] = rel
+            elif isinstance(held, set):
+                held.add(rel)
+            elif held != rel:
+                self._by_wd[wd] = {held, rel}
+        return wd
+
+    def _unwatch(self, node: Node) -> None:
+        if node.wd < 0 or self._subscription is None:
+            return
+        self._subscription.remove(node.wd)
+        held = self._by_wd.get(node.wd)
+        if held == node.rel:
+            del self._by_wd[node.wd]
+        elif isinstance(held, set):
+            held.discard(node.rel)
+
+    def _builder(self, nodes: dict[str, Node], previous: Mapping[str, Node]) -> Builder:
+        return Builder(self.jail, self.options, nodes, previous, self._watch, self._unwatch)
+
+    def _rebuild(self, previous: Mapping[str, Node], *, watch: bool = True) -> None:
+        old = self._subscription
+        self._subscription = self.hub.subscribe() if self.hub is not None and watch else None
+        self._by_wd = {}
+        self._watch_lost = False
+        nodes: dict[str, Node] = {}
+        try:
+            root_fd = os.open(".", DIR_FLAGS, dir_fd=self.jail.root_fd)
+            self._builder(nodes, previous).subtree(root_fd, ".", 0, ROOT_IGNORES)
+        finally:
+            if old is not None:
+                old.close()  # after the new watches are placed: shared watch descriptors stay
+        self._publish(nodes)
+
+    def _refresh(self, snapshot: Snapshot) -> None:
+        dirty: set[str] = set(snapshot.retry)
+        if self._subscription is not None:
+            overflowed, wds = self._subscription.take()
+            if overflowed:  # too busy to watch: compare stamps for a while (also drops the queue)
+                self._rebuild(snapshot.nodes, watch=False)
+                self._watch_again_at = time.monotonic() + BUSY_RETRY_S
+                return
+            for wd in wds:
+                held = self._by_wd.get(wd)
+                if isinstance(held, str):
+                    dirty.add(held)
+                elif held is not None:
+                    dirty |= held
+        elif self.hub is not None and time.monotonic() >= self._watch_again_at:
+            self._rebuild(snapshot.nodes)
+            return
+        else:
+            dirty |= self._restamped(snapshot)
+        for node in snapshot.with_ignores:
+            if not node.ignores_settled or any(
+                stamp_at(self.jail.root_fd, node.prefix + name) != stamp for name, stamp in node.ignore_stamps
+            ):
+                dirty.add(node.rel)
+        if dirty:
+            self._apply(snapshot, dirty)
+
+    def _restamped(self, snapshot: Snapshot) -> set[str]:
+        """Without watches: the directories whose identity or stamps changed, or were too young to tell."""
+        changed: set[str] = set()
+        root_fd = self.jail.root_fd
+        for rel, node in snapshot.nodes.items():
+            if not node.settled:
+                changed.add(rel)
+                continue
+            try:
+                info = os.stat(rel, dir_fd=root_fd, follow_symlinks=False)
+            except OSError:
+                changed.add(rel)
+                continue
+            if (info.st_dev, info.st_ino) != node.ident or (info.st_mtime_ns, info.st_ctime_ns) != node.stamp:
+                changed.add(rel)
+        return changed
+
+    def _apply(self, snapshot: Snapshot, dirty: set[str]) -> None:
+        nodes = dict(snapshot.nodes)
+        builder = self._builder(nodes, snapshot.nodes)
+        for rel in sorted(dirty, key=lambda rel: 0 if rel == "." else rel.count("/") + 1):
+            node = nodes.get(rel)
+            if node is None or node is not snapshot.nodes.get(rel):
+                continue  # dropped or listed afresh by a parent's re-listing
+            if not builder.relist(node):
+                self._rebuild(snapshot.nodes)
+                return
+        for node in builder.unlisted_children():
+            if nodes.get(node.rel) is node and not builder.relist(node):
+                break
+        if builder.unlisted_children():  # still not whole: never publish a partial listing
+            self._rebuild(snapshot.nodes)
+            return
+        self._publish(nodes)
+
+    def _publish(self, nodes: dict[str, Node]) -> None:
+        if self._watch_lost and self._subscription is not None:  # some directory is unwatched: compare stamps
+            self._subscription.close()
+            self._subscription = None
+            self._by_wd = {}
+            self._watch_again_at = time.monotonic() + LIMIT_RETRY_S
+        values = nodes.values()
+        self._snapshot = Snapshot(
+            nodes,
+            truncated=any(node.cut for node in values),
+            with_ignores=tuple(node for node in values if node.ignore_stamps or not node.ignores_settled),
+            retry=tuple(node.rel for node in values if node.retry),
+        )
+
+
+class TreeIndexes:
+    """A workspace's indexes, one per walk option set in use (at most `MAX_INDEXES`, least recently used
+    dropped), sharing one inotify instance."""
+
+    MAX_INDEXES: Final = 2
+
+    def __init__(self, jail: Jail, mode: TreeIndexMode) -> None:
+        self.jail = jail
+        self.mode = mode
+        self.hub = WatchHub.open() if mode == "watch" and watchable(jail.root) else None
+        self._indexes: dict[tuple[bool, bool], TreeIndex] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def snapshot(self, options: WalkOptions) -> Snapshot | None:
+        if self.mode == "off":
+            return None
+        key = (options.include_hidden, options.include_ignored)
+        with self._lock:
+            if self._closed:
+                return None
+            index = self._indexes.pop(key, None)
+            if index is None:
+                index = TreeIndex(self.jail, options, self.hub)
+                if len(self._indexes) >= self.MAX_INDEXES:
+                    self._indexes.pop(next(iter(self._indexes))).close()
+            self._indexes[key] = index
+        return index.snapshot()
+
+    def indexes(self) -> list[TreeIndex]:
+        with self._lock:
+            return list(self._indexes.values())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for index in self._indexes.values():
+                index.close()
+            self._indexes.clear()
+            if self.hub is not None:
+                self.hub.close()
