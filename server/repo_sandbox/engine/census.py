@@ -95,7 +95,7 @@ class Positions:
     def add(self, run: Run, positions: array[int]) -> None:
         directory = self._dirs.get(run.prefix)
         if directory is None:
-            directory = self._dirs[run.prefix] = _Directory([], run.listing, array("l"))
+            directory = self._dirs[run.prefix] = _Directory([], run.listing, array("i"))
         if run.listing is None:
             directory.names.extend(run.names)
         slots = directory.slots
@@ -165,7 +165,7 @@ class Census:
                 if self.stop.is_set():
                     break
                 prefix, walk_prefix, slot = run.prefix, run.walk_prefix, run.first_slot
-                positions = array("l", [-1]) * len(run.names)
+                positions = array("i", [-1]) * len(run.names)
                 for offset, name in enumerate(run.names):
                     if glob is not None and not glob.matches(walk_prefix + name):
                         continue

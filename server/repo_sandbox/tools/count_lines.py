@@ -144,10 +144,10 @@ class _Tally:
                 heapq.heapreplace(self.largest, item)
 
     def add_known(self, entry: FileEntry, info: os.stat_result) -> bool:
-        """Count a walked file from what the tree index remembers of it at this identity; False if nothing."""
+        """Count a walked file from what the tree index remembers of it at this identity; False if nothing
+        (a file over the size limit too: it is opened, as any file the walk counts, before it is skipped)."""
         if info.st_size > self.max_file_bytes:
-            self.skipped_too_large += 1
-            return True
+            return False
         assert entry.facts is not None
         known = facts.recall(entry.facts, entry.slot, info)
         if known is None:

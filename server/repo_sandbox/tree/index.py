@@ -62,6 +62,9 @@ def watchable(path: str) -> bool:
     return f_type not in _REMOTE_FILESYSTEMS
 
 
+_DERIVED_LOCK: Final = threading.Lock()
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """The index as it was at one call: never changed afterwards (later changes make a new snapshot)."""
@@ -79,9 +82,10 @@ class Snapshot:
     def remember(self, key: Hashable, value: object) -> None:
         """Keep something computed from this snapshot's listings alone (never from file contents or time
         stamps, which the snapshot does not vouch for), for as long as the snapshot is current."""
-        if len(self.derived) >= self.MAX_DERIVED:
-            self.derived.pop(next(iter(self.derived)), None)
-        self.derived[key] = value
+        with _DERIVED_LOCK:  # calls in other threads may remember at the same time
+            if len(self.derived) >= self.MAX_DERIVED:
+                self.derived.pop(next(iter(self.derived)), None)
+            self.derived[key] = value
 
 
 class TreeIndex:
