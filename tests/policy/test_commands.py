@@ -66,9 +66,11 @@ def test_git_gets_hardening_flags_and_deny_list_exclusions() -> None:
     assert blame == ["blame", "--no-textconv", "README.md"]
 
 
-def test_git_follow_keeps_its_single_pathspec() -> None:
+def test_git_follow_gets_the_exclusions_and_is_marked_single_pathspec() -> None:
+    """The exec layer drops them when none can match, and refuses the command otherwise."""
     ((_, *args),) = evaluate("git log --follow -- src/a.py")
-    assert args[-2:] == ["--", "src/a.py"]
+    assert args[args.index("--") + 1] == "src/a.py"
+    assert ":(exclude,glob,icase,top)**/.env*" in args
 
 
 def test_exclusion_pathspecs_translate_gitignore_patterns() -> None:

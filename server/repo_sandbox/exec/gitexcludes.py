@@ -16,7 +16,8 @@ match a path only if every one of its needles occurs in `" component\\0"` for a 
 already hides them, so this is a second line). A pathspec with a needle found nowhere matches no path git
 can see; leaving it out cannot change git's output. Anything not understood (character classes, escapes,
 non-ASCII, magic other than glob) keeps its pathspec. At least one exclude is always kept, so that commands
-that walk history keep the same path-limited simplification as with the whole list.
+that walk history keep the same path-limited simplification as with the whole list; except for `--follow`,
+which takes one pathspec only and runs with none when none is needed (its own pathspec limits the walk).
 
 The answer can go stale between `prune` and the end of the command (a `git add .env` in that window); the
 caller runs the command again with every exclusion when `unchanged` says anything moved in the meantime.
@@ -94,9 +95,12 @@ class ExcludePruner:
     def close(self) -> None:
         self.names.close()
 
-    def prune(self, args: tuple[str, ...], view: RepoView) -> tuple[tuple[str, ...], PruneCheck | None]:
+    def prune(
+        self, args: tuple[str, ...], view: RepoView, *, single: bool = False
+    ) -> tuple[tuple[str, ...], PruneCheck | None]:
         """`args` with the exclusions that can match nothing left out (and the check to make after the run),
-        or `args` unchanged and None when they do not end with the whole list or nothing is known."""
+        or `args` unchanged and None when they do not end with the whole list or nothing is known.
+        `single` (git --follow, one pathspec only): no exclusion is kept when none is needed."""
         count = len(self.tail)
         if not count or args[-count:] != self.tail:
             return args, None
@@ -110,10 +114,12 @@ class ExcludePruner:
             kept = tuple(
                 spec for spec, needles in zip(self.tail, self.needles, strict=True)
                 if needles is None or needles <= found
-            ) or self.tail[:1]  # fmt: skip
+            )  # fmt: skip
             if len(self._kept) > 64:
                 self._kept.clear()
             self._kept[found] = kept
+        if not kept and not single:
+            kept = self.tail[:1]
         return (*args[:-count], *kept), PruneCheck(generation, view)
 
     def unchanged(self, check: PruneCheck, views: ViewCache) -> bool:

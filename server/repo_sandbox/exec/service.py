@@ -27,6 +27,7 @@ from typing import Any, Final
 import anyio
 
 from repo_sandbox.errors import (
+    ArgumentNotAllowedError,
     CommandNotAllowedError,
     InvalidArgumentsError,
     SandboxError,
@@ -35,6 +36,7 @@ from repo_sandbox.errors import (
 from repo_sandbox.exec.approval import obtain_approval
 from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
+from repo_sandbox.exec.gitobjects import verify_objects
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
 from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, stderr_cap, stdout_cap
 from repo_sandbox.exec.parse import parse_command
@@ -182,9 +184,18 @@ class ExecService:
         for plan in evaluation.plans:
             env = {**base_env, **plan.env, **(self.git.env() if plan.needs_git_dir else {})}
             args = plan.args
+            if plan.needs_git_dir:
+                verify_objects(plan.objects, self.git.git_binary, self.git.host_env(), host_cwd)
             if plan.needs_git_dir and prune and backend is not Backend.NONE and "GIT_DIR" in env:
-                args, pruned = self.excludes.prune(args, view)
+                args, pruned = self.excludes.prune(args, view, single=plan.single_pathspec)
                 check = check or pruned
+            if plan.single_pathspec and args and args[-1] in self.excludes.tail:
+                raise ArgumentNotAllowedError(
+                    "git --follow takes exactly one pathspec, and this repository needs the deny-list's "
+                    "exclusions on every git command that prints files.",
+                    hint="Run git log without --follow (with --find-renames to see renames).",
+                    program="git", option="--follow", rule="git: --follow",
+                )  # fmt: skip
             command = stage_command(
                 backend, plan.binary, args, view=view, cwd=host_cwd, env=env, tmp=tmp,
                 limits=self._limits(timeout_s), network=self.config.network, git=plan.needs_git_dir,

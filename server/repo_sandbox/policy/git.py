@@ -8,18 +8,23 @@
 - Every operand is jail-checked: revisions like `HEAD:path` have their path checked against the deny-list,
   anything path-like must stay inside (this also refuses the implicit `--no-index` of `git diff /dev/null F`).
 - Sub-commands that print file names or contents get the deny-list appended as exclude pathspecs, so a denied
-  file tracked by git stays hidden from `git log -p`, `git grep`, `git ls-files`, ...
+  file tracked by git stays hidden from `git log -p`, `git grep`, `git ls-files`, ... `--follow` allows one
+  pathspec only: it runs when no exclusion can match anything in the repository (`exec.gitexcludes`).
+- Objects named without a path (`git show <blob id>`, `HEAD^{tree}`, a tag of a blob, a subtree) are
+  resolved before the command runs and must be commits, or files as `REV:path` (`policy.gitrevs`). `show` takes no ref-listing options (`--all`, `--tags`, ... reach tags of blobs), and
+  `branch`/`tag --format` no `%(raw)` (an object's content).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from repo_sandbox.policy._argv import OptionTable, ParsedArgs, parse_args, refuse, table
-from repo_sandbox.policy.programs import EXECS, READS_OUTSIDE, WRITES, PathChecker, StagePlan
+from repo_sandbox.policy.gitrevs import RESOLVING, object_checks, split_revision
+from repo_sandbox.policy.programs import EXECS, READS_OUTSIDE, WRITES, ObjectCheck, PathChecker, StagePlan
 
 _DIFF_FLAGS: Final = (
     "-p -u -s -R -a -w -b -W -D -z --patch --no-patch --raw --patch-with-raw --patch-with-stat --numstat "
@@ -117,6 +122,32 @@ def _listing_only(command: str) -> Callable[[ParsedArgs], None]:
     return check
 
 
+def _no_raw_format(parsed: ParsedArgs) -> None:
+    for value in parsed.values_of("--format"):
+        if re.search(r"%\(\*?raw", value):
+            raise refuse("git", "--format", "the %(raw) atom prints an object's content.", rule="git: formats")
+
+
+def _tag_or_branch_check(command: str) -> Callable[[ParsedArgs], None]:
+    listing = _listing_only(command)
+
+    def check(parsed: ParsedArgs) -> None:
+        listing(parsed)
+        _no_raw_format(parsed)
+
+    return check
+
+
+_REF_LISTS: Final = ("--all", "--branches", "--tags", "--remotes", "--glob", "--reflog")
+
+
+def _show_check(parsed: ParsedArgs) -> None:
+    for name, _ in parsed.options:
+        if name in _REF_LISTS:
+            reason = f"git show {name} shows every object a ref names, tags of files included; name the commits."
+            raise refuse("git", name, reason, rule="git show: objects")
+
+
 def _cat_file_check(parsed: ParsedArgs) -> None:
     modes = [name for name, _ in parsed.options if name in ("-p", "-t", "-s", "-e")]
     if len(modes) != 1 or len(parsed.operands) != 1:
@@ -128,7 +159,7 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
     sub.name: sub
     for sub in (
         Subcommand("log", _log_options(), _DIFF_FORCED, excludes=True),
-        Subcommand("show", _log_options(), _DIFF_FORCED, excludes=True),
+        Subcommand("show", _log_options(), _DIFF_FORCED, excludes=True, check=_show_check),
         Subcommand(
             "diff",
             _log_options("--cached --staged --merge-base -1 -2 -3 --base --ours --theirs"),
@@ -249,7 +280,7 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
                 "--color --contains --no-contains --merged --no-merged --column",
             ),
             operands="names",
-            check=_listing_only("branch"),
+            check=_tag_or_branch_check("branch"),
         ),
         Subcommand(
             "tag",
@@ -260,7 +291,7 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
                 denied={"-v": "it runs gpg", "--verify": "it runs gpg"},
             ),
             operands="names",
-            check=_listing_only("tag"),
+            check=_tag_or_branch_check("tag"),
         ),
         Subcommand(
             "cat-file",
@@ -350,11 +381,38 @@ def exclusion_pathspecs(deny_patterns: Iterable[str]) -> tuple[str, ...]:
         pattern = pattern.rstrip("/")
         anchored = "/" in pattern
         pattern = pattern.lstrip("/")
-        base = pattern if anchored else f"**/{pattern}"
+        base = _ascii_glob(pattern if anchored else f"**/{pattern}")
         if not directory_only:
             specs.append(f":(exclude,glob,icase,top){base}")
         specs.append(f":(exclude,glob,icase,top){base}/**")
     return tuple(specs)
+
+
+def _ascii_glob(pattern: str) -> str:
+    """`pattern` with every non-ASCII character (or bracket class or escape holding one) widened to `*`.
+
+    The deny-list matches names after Unicode normalisation and case folding; git compares bytes and folds
+    ASCII only, so `résumé` written decomposed would slip past a literal `é`. Wider excludes hide more, never less.
+    """
+    if pattern.isascii():
+        return pattern
+    out: list[str] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        end = index + 1
+        if char == "\\":
+            end = min(index + 2, len(pattern))
+        elif char == "[":
+            close = pattern.find("]", index + 2)
+            end = close + 1 if close > 0 else end
+        piece = pattern[index:end]
+        if piece.isascii():
+            out.append(piece)
+        elif not out or out[-1] != "*":
+            out.append("*")
+        index = end
+    return "".join(out)
 
 
 def _split_pathspec_magic(spec: str) -> tuple[str, bool, bool]:
@@ -435,15 +493,23 @@ class GitRule:
         parsed = parse_args(f"git {name}", sub.options, rest)
         if sub.check is not None:
             sub.check(parsed)
-        self._check_operands(sub, parsed, paths)
+        objects = self._check_operands(sub, parsed, paths)
         head = tuple(name.split())
         tail: tuple[str, ...] = ()
-        if sub.excludes and not parsed.has("--follow"):
+        if _two_files(sub, parsed):
+            objects = tuple(replace(check, must_exist=True) for check in objects)
+        elif sub.excludes:
             tail = exclusion_pathspecs(self.deny_patterns)
-        return StagePlan("git", "git", (*head, *sub.forced, *rest, *tail), needs_git_dir=True)
+        return StagePlan(
+            "git", "git", (*head, *sub.forced, *rest, *tail), needs_git_dir=True,
+            objects=objects, single_pathspec=bool(tail) and parsed.has("--follow"),
+        )  # fmt: skip
 
     @staticmethod
-    def _check_operands(sub: Subcommand, parsed: ParsedArgs, paths: PathChecker) -> None:
+    def _check_operands(sub: Subcommand, parsed: ParsedArgs, paths: PathChecker) -> tuple[ObjectCheck, ...]:
+        """Jail-checks every path; returns what the objects named by revisions must be."""
+        resolves = sub.name in RESOLVING and (sub.name != "cat-file" or parsed.has("-p"))
+        objects = [check for value in parsed.values_of("--with-tree") for check in object_checks(value, sub.name)]
         operands = list(parsed.operands)
         after = set(range(len(operands) - len(parsed.after_double_dash), len(operands)))
         if sub.operands == "pattern+revs+paths" and operands and not parsed.has("-e") and 0 not in after:
@@ -459,6 +525,18 @@ class GitRule:
                     paths.pathspec(path, from_top=from_top)
                 continue
             _check_revision(operand, paths)
+            if resolves and not operand.startswith(":("):
+                objects.extend(object_checks(operand, sub.name))
+        return tuple(objects)
+
+
+def _two_files(sub: Subcommand, parsed: ParsedArgs) -> bool:
+    """`git diff REV:a REV:b`: two blobs (paths checked; that they exist and are blobs is proved before the
+    run, else git would take them as pathspecs), which git compares only without pathspecs."""
+    if sub.name != "diff" or len(parsed.operands) != 2 or parsed.saw_double_dash:
+        return False
+    splits = [split_revision(operand) for operand in parsed.operands]
+    return all(split is not None and split[1] for split in splits)
 
 
 def _check_revision(operand: str, paths: PathChecker) -> None:
@@ -468,13 +546,16 @@ def _check_revision(operand: str, paths: PathChecker) -> None:
         if not exclude and path:
             paths.pathspec(path, from_top=from_top)
         return
-    rev, colon, path = operand.partition(":")
-    if colon:
-        if not rev and re.match(r"[0-3]:", path):
-            path = path[2:]  # ':1:path', a stage of the index
-        if path.startswith(("./", "../")):
-            paths.pathspec(path, from_top=False)
-        elif path:
-            paths.pathspec(path, from_top=True)
+    if operand.startswith(":/"):
+        if operand[2:]:  # a search of commit messages, or (when none matches) a pathspec from the top
+            paths.pathspec(operand[2:], from_top=True)
         return
-    paths.pathspec(operand, from_top=False)
+    split = split_revision(operand)
+    if split is None:
+        paths.pathspec(operand, from_top=False)
+        return
+    path = split[1]
+    if path.startswith(("./", "../")):
+        paths.pathspec(path, from_top=False)
+    elif path:
+        paths.pathspec(path, from_top=True)

@@ -42,6 +42,17 @@ class PathChecker(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class ObjectCheck:
+    """A name git must resolve before a git stage runs: the stage runs when git finds no such object or
+    one whose type is in `allowed` (see `policy.gitrevs`)."""
+
+    name: str
+    allowed: frozenset[str]
+    must_exist: bool = False
+    """The stage is refused when git finds no such object (it would take the name as a pathspec)."""
+
+
+@dataclass(frozen=True, slots=True)
 class StagePlan:
     """What one stage will run: `binary` (a bare name looked up in the sandbox's PATH) and its arguments."""
 
@@ -51,6 +62,10 @@ class StagePlan:
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     needs_git_dir: bool = False
     """True for git: the sandbox shows this stage the repository's .git directory."""
+    objects: tuple[ObjectCheck, ...] = ()
+    """git: what the named objects must be (resolved by `exec.gitobjects` before the run)."""
+    single_pathspec: bool = False
+    """git --follow takes exactly one pathspec: it runs only when no deny-list exclusion can match anything."""
 
 
 class ProgramRule(Protocol):
