@@ -52,6 +52,13 @@ def build(root: Path) -> None:
     write(root / "data.bin", b"TODO\x00\x01\x02")
 
 
+def _rewrite_keeping_times(path: Path) -> None:
+    """Only the change time (and the watch, which sees the write) can tell."""
+    info = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"return 2", b"TODO    "))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
 def _move_out(root: Path, outside: Path, rel: str) -> None:
     shutil.move(root / rel, outside / rel.replace("/", "_"))
 
@@ -71,6 +78,7 @@ CHANGES: dict[str, Callable[[Path, Path], object]] = {
     "content changed to binary": lambda root, _: (root / "src" / "a.py").write_bytes(b"TODO\x00 now binary\n"),
     "content grown by lines": lambda root, _: (root / "src" / "b.py").write_text("b = 1\nb = 2\nb = 3  # TODO\n"),
     "grown past the size limit": lambda root, _: (root / "src" / "a.py").write_text("# TODO\n" * 100),
+    "same size rewritten, times put back": lambda root, _: _rewrite_keeping_times(root / "src" / "b.py"),
     # -- ignore rules -------------------------------------------------------------------------------
     ".gitignore edited in place": lambda root, _: (root / ".gitignore").write_text("sub/\n"),
     ".gitignore edited, same size": lambda root, _: (root / ".gitignore").write_text("*.md\n"),
@@ -150,3 +158,4 @@ async def test_a_tree_changed_between_calls_answers_as_a_fresh_walk(
     assert SECRET not in str(after)
     watching = indexed.trees.hub is not None and any(index.watching for index in indexed.trees.indexes())
     assert watching == (mode == "watch")
+
