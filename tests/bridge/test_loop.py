@@ -278,12 +278,13 @@ async def test_one_loop_is_one_session_and_each_call_carries_its_tool_call_id(
 
 
 class BarrierStage:
-    """Holds the first call until the last one has started: sequential execution would never finish."""
+    """Holds the first call until every other one has finished: sequential execution would never finish."""
 
     def __init__(self, calls: int) -> None:
         self.calls = calls
         self.started = 0
         self.all_started = anyio.Event()
+        self.others_finished = anyio.Event()
         self.finished: list[str | None] = []
 
     async def __call__(self, call: ToolCall, call_next: Handler) -> CallOutcome:
@@ -292,9 +293,11 @@ class BarrierStage:
             self.all_started.set()
         if call.context.request_id == "p0":
             await self.all_started.wait()
-            await anyio.sleep(0.05)  # and let the others finish first
+            await self.others_finished.wait()  # however slow the machine, the others finish first
         outcome = await call_next(call)
         self.finished.append(call.context.request_id)
+        if len(self.finished) == self.calls - 1:
+            self.others_finished.set()
         return outcome
 
 
