@@ -420,7 +420,7 @@ ATTACKS: list[Attack] = [
     A("yes", RAN, truncated=True),
     A("yes | cat", RAN, truncated=True),
     A("awk 'BEGIN{while(1) print \"flood\"}'", RAN, truncated=True),
-    A("printf '%999999999s'", RAN, truncated=True),
+    A("printf '%99999999s'", RAN, truncated=True),  # 95 MiB of spaces: past the drain limit, in well under 1 s
     A("yes | head -3", RAN),
     A("sleep 100", TIMEOUT, timeout=1),
     A("sleep 100 | cat", TIMEOUT, timeout=1),
