@@ -158,4 +158,3 @@ async def test_a_tree_changed_between_calls_answers_as_a_fresh_walk(
     assert SECRET not in str(after)
     watching = indexed.trees.hub is not None and any(index.watching for index in indexed.trees.indexes())
     assert watching == (mode == "watch")
-

@@ -92,7 +92,7 @@ COMMANDS = [
     "git grep -n SECRET",
     "git grep -n token HEAD~2",
     "git grep --cached -n SECRET",
-    "git rev-list --objects --all",
+    "git rev-list --all --parents HEAD DANGLING",
     "git shortlog -s --all",
     "git show --stat DANGLING",
     "git log -p DANGLING",

@@ -50,6 +50,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     blob = git_out(root, "rev-parse", "HEAD~1:keys/deploy.pem")
     git(root, "tag", "blobtag", blob)
     git(root, "tag", "treetag", git_out(root, "rev-parse", "HEAD~1^{tree}"))
+    git(root, "tag", "subtreetag", git_out(root, "rev-parse", "HEAD~1:keys"))
     git(root, *COMMIT[:4], "tag", "-a", "v1", "-m", "release one", "HEAD")
     ids = {
         "BLOB": blob,
@@ -122,7 +123,16 @@ ROWS: list[tuple[str, str]] = [
     # runs, filtered by the exclusions
     ("git grep -n -e OBJECT HEAD~1:", RAN),
     ("git diff HEAD~1: HEAD: --stat", RAN),
-    ("git rev-list --objects --all", RAN),
+    ("git rev-list --objects --all", REFUSED),
+    ("git rev-list --objects --tags", REFUSED),
+    ("git log --objects --format=%H --glob=refs/tags/*", REFUSED),
+    ("git show subtreetag", REFUSED),
+    ("git grep -n -e public subtreetag", REFUSED),
+    ("git rev-list --objects subtreetag", REFUSED),
+    ("git rev-list --all", RAN),
+    ("git rev-list --objects --branches=main", REFUSED),
+    ("git rev-list --objects HEAD~1", REFUSED),  # git lists directories (keys) whatever the exclusions
+    ("git log --objects --format=%H -1", REFUSED),
     ("git log -p --all", RAN),
     ("git show --stat :/add", RAN),
     ("git cat-file -t BLOB", RAN),
@@ -144,7 +154,6 @@ WORKS: list[tuple[str, str]] = [
     ("git diff HEAD~1..HEAD --stat", ""),
     ("git log --oneline v1", "add: keys"),
     ("git log --oneline HEAD~1^!", "add: keys"),
-    ("git rev-list --objects HEAD", "main.py"),
     ("git show --stat 'HEAD^{/add: keys}'", "add: keys"),
     ("git diff HEAD:README.md HEAD~1:README.md", ""),
     ("git diff README.md", ""),

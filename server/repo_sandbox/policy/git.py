@@ -61,7 +61,7 @@ _REV_FLAGS: Final = (
     "--author-date-order --topo-order --reverse --do-walk --abbrev-commit --no-abbrev-commit --oneline "
     "--no-expand-tabs --no-notes --relative-date --parents --children --left-right --graph --cc --dd "
     "--no-diff-merges --combined-all-paths --no-decorate --source --clear-decorations --use-mailmap "
-    "--no-use-mailmap --mailmap --no-mailmap --full-diff --log-size --follow --count --objects"
+    "--no-use-mailmap --mailmap --no-mailmap --full-diff --log-size --follow --count"
 )
 _REV_VALUES: Final = (
     "-n --max-count --skip --since --after --until --before --max-age --min-age --author --committer --grep "
@@ -80,6 +80,7 @@ _REV_DENIED: Final = {
     "-P": "Perl regexes can backtrack catastrophically",
     "--perl-regexp": "Perl regexes can backtrack catastrophically",
     "--bisect": "bisect state is not available",
+    "--objects": "it lists directories the deny-list hides (git applies exclusions to files only)",
 }
 
 
