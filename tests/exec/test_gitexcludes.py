@@ -245,10 +245,12 @@ def test_too_many_trees_fail_closed_until_the_packs_change(
 
 def test_an_unreadable_loose_object_fails_closed(names: GitNames, clean_repo: Path) -> None:
     assert found(names) == frozenset()
-    write(clean_repo / ".git" / "objects" / "ab" / ("c" * 38), "not zlib data")
+    objects = clean_repo / ".git" / "objects"
+    fanout = next(objects / f"{i:02x}" for i in range(256) if not (objects / f"{i:02x}").exists())  # ours alone
+    write(fanout / ("c" * 38), "not zlib data")
     assert names.found() is None
-    (clean_repo / ".git" / "objects" / "ab" / ("c" * 38)).unlink()
-    (clean_repo / ".git" / "objects" / "ab").rmdir()
+    (fanout / ("c" * 38)).unlink()
+    fanout.rmdir()
     assert found(names) == frozenset()
 
 
