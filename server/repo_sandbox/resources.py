@@ -98,6 +98,7 @@ def status_document(
         "policy": {"read_only": True, "deny_rules": len(settings.workspace.effective_deny), "see": POLICY_URI},
         "exec": exec_entry,
         "search": search_report(workspace),
+        "tree_index": workspace.trees.describe(),
         "limits": settings.limits.model_dump(mode="json"),
         "guard": {"config": settings.guard.model_dump(mode="json"), **guard_state},
         "budget": {"config": settings.budget.model_dump(mode="json"), **loop.budget.snapshot(caller.session_id)},

@@ -109,6 +109,23 @@ class TreeIndex:
     def watching(self) -> bool:
         return self._subscription is not None
 
+    def describe(self) -> dict[str, Any]:
+        """This index for the status resource, as it stands (not refreshed)."""
+        snapshot = self._snapshot
+        if snapshot is not None:
+            state = "watching" if self.watching else "comparing time stamps"
+        elif time.monotonic() < self._too_large_until:
+            state = "too large: walked on every call"
+        else:
+            state = "not built yet"
+        return {
+            "include_hidden": self.options.include_hidden,
+            "include_ignored": self.options.include_ignored,
+            "state": state,
+            "directories": len(snapshot.nodes) if snapshot is not None else 0,
+            "truncated": snapshot.truncated if snapshot is not None else False,
+        }
+
     def snapshot(self) -> Snapshot | None:
         """The index brought up to date, or None when there is none (too large, closed, unreadable root)."""
         with self._lock:
@@ -294,6 +311,15 @@ class TreeIndexes:
     def indexes(self) -> list[TreeIndex]:
         with self._lock:
             return list(self._indexes.values())
+
+    def describe(self) -> dict[str, Any]:
+        """The "tree_index" entry of the status resource: the configured mode, whether inotify is used, and
+        each index (one per hidden/ignored option set in use)."""
+        return {
+            "mode": self.mode,
+            "inotify": self.hub is not None,
+            "indexes": [index.describe() for index in self.indexes()],
+        }
 
     def close(self) -> None:
         with self._lock:

@@ -57,6 +57,12 @@ async def test_status_reflects_calls_errors_circuits_and_budget(
     assert "sandbox" in status["exec"]
     assert status["limits"]["max_output_bytes"] == 131072
     assert status["session"]["client_can_elicit"] is False
+    assert fresh["tree_index"]["indexes"] == []
+    tree_index = status["tree_index"]
+    assert tree_index["mode"] == "watch" and tree_index["inotify"] is True
+    [index] = tree_index["indexes"]
+    assert index["state"] == "watching" and index["directories"] > 1 and index["truncated"] is False
+    assert (index["include_hidden"], index["include_ignored"]) == (False, False)
 
 
 async def test_policy_says_what_is_allowed_without_revealing_the_deny_list(
