@@ -9,6 +9,7 @@ The rows that must keep working prove the checks do not refuse ordinary history 
 
 from __future__ import annotations
 
+import shutil
 import unicodedata
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +21,9 @@ from mcp import Client
 
 from exec_support import git, os_backends, write
 from repo_sandbox.app import build_server
+from repo_sandbox.errors import SandboxFailedError
+from repo_sandbox.exec.gitobjects import verify_objects
+from repo_sandbox.policy.gitrevs import object_checks
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT, git_out
 
@@ -265,3 +269,23 @@ async def test_a_decomposed_unicode_name_is_hidden_like_its_composed_deny_patter
                 assert "README.md" in content["stdout"]
         finally:
             workspace.close()
+
+
+async def test_outside_a_repository_git_answers_for_itself(tmp_path: Path, make_settings: Any) -> None:
+    write(tmp_path / "plain" / "a.txt", "a\n")
+    workspace = Workspace(make_settings(tmp_path / "plain", exec={"sandbox": os_backends()[0]}))
+    try:
+        async with Client(build_server(workspace), mode="legacy") as client:
+            is_error, content = await call(client, "git show HEAD")
+    finally:
+        workspace.close()
+    assert not is_error, content
+    assert content["exit_code"] == 128 and "not a git repository" in content["stderr"]
+
+
+def test_objects_that_git_cannot_resolve_refuse_the_stage(tmp_path: Path) -> None:
+    checks = object_checks("HEAD", "show")
+    with pytest.raises(SandboxFailedError):
+        verify_objects(checks, shutil.which("false"), {"PATH": "/usr/bin:/bin"}, str(tmp_path))
+    with pytest.raises(SandboxFailedError):
+        verify_objects(checks, None, {}, str(tmp_path))
