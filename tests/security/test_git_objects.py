@@ -120,6 +120,21 @@ ROWS: list[tuple[str, str]] = [
     ("git log --follow -p -- keys", REFUSED),
     ("git log --follow -p -- src", REFUSED),
     ("git log --follow -p -- .", REFUSED),
+    # git describe <blob> prints `<commit>:<path>`, the first path holding that content (a protected one)
+    ("git describe --always BLOB", REFUSED),
+    ("git describe --all ENVBLOB", REFUSED),
+    ("git describe --tags HEAD~1:src/main.py", REFUSED),  # same content could sit at a protected path
+    ("git describe --always blobtag", REFUSED),
+    # option values git resolves as revisions obey the deny-list like operands
+    ("git rev-parse --default HEAD~1:.env", REFUSED),
+    ("git rev-parse --verify --default HEAD~1:keys/deploy.pem", REFUSED),
+    ("git log --format=%H --find-object=HEAD~1:.env", REFUSED),
+    ("git log --format=%H --ancestry-path=HEAD~1:.env HEAD~1..HEAD", REFUSED),
+    ("git ls-files --with-tree=HEAD~1:.env", REFUSED),  # "bad tree-ish" vs "not found": an existence oracle
+    ("git blame --ignore-rev HEAD~1:.env README.md", REFUSED),
+    ("git blame --reverse HEAD~1:.env README.md", REFUSED),
+    ("git tag -l --points-at=HEAD~1:keys/deploy.pem", REFUSED),
+    ("git branch -l --contains=HEAD~1:.env", REFUSED),
     # runs, filtered by the exclusions
     ("git grep -n -e OBJECT HEAD~1:", RAN),
     ("git diff HEAD~1: HEAD: --stat", RAN),
@@ -158,6 +173,10 @@ WORKS: list[tuple[str, str]] = [
     ("git diff HEAD:README.md HEAD~1:README.md", ""),
     ("git diff README.md", ""),
     ("git log --oneline -- README.md", "add: keys"),
+    ("git describe --tags HEAD", "v1"),
+    ("git describe --always", ""),
+    ("git rev-parse --default HEAD", ""),
+    ("git log --oneline --ancestry-path=HEAD~1 HEAD~1..HEAD", ""),
 ]
 
 

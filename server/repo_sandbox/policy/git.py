@@ -12,7 +12,8 @@
   pathspec only: it runs when no exclusion can match anything in the repository (`exec.gitexcludes`).
 - Objects named without a path (`git show <blob id>`, `HEAD^{tree}`, a tag of a blob, a subtree) are
   resolved before the command runs and must be commits, or files as `REV:path` (`policy.gitrevs`). `show` takes no ref-listing options (`--all`, `--tags`, ... reach tags of blobs), and
-  `branch`/`tag --format` no `%(raw)` (an object's content).
+  `branch`/`tag --format` no `%(raw)` (an object's content). `describe` takes commits only (it names the path
+  of a blob). Option values that are revisions (`--default`, `--find-object`, ...) are checked like operands.
 """
 
 from __future__ import annotations
@@ -154,6 +155,13 @@ def _cat_file_check(parsed: ParsedArgs) -> None:
     if len(modes) != 1 or len(parsed.operands) != 1:
         raise refuse("git", "cat-file", "git cat-file needs exactly one of -p, -t, -s, -e and one object.")
 
+
+_REVISION_VALUES: Final = (
+    "--default", "--find-object", "--ancestry-path", "--ignore-rev", "--reverse", "--with-tree", "--points-at",
+    "--contains", "--no-contains", "--merged", "--no-merged",
+)  # fmt: skip
+"""Options whose value git resolves as a revision: `REV:path` in them obeys the deny-list like an operand
+(`rev-parse --default HEAD:.env` printed the object id; git's errors tell whether a protected path exists)."""
 
 _DIFF_FORCED: Final = ("--no-ext-diff", "--no-textconv")
 SUBCOMMANDS: Final[dict[str, Subcommand]] = {
@@ -510,6 +518,8 @@ class GitRule:
     def _check_operands(sub: Subcommand, parsed: ParsedArgs, paths: PathChecker) -> tuple[ObjectCheck, ...]:
         """Jail-checks every path; returns what the objects named by revisions must be."""
         resolves = sub.name in RESOLVING and (sub.name != "cat-file" or parsed.has("-p"))
+        for value in parsed.values_of(*_REVISION_VALUES):
+            _check_revision(value, paths)
         objects = [check for value in parsed.values_of("--with-tree") for check in object_checks(value, sub.name)]
         operands = list(parsed.operands)
         after = set(range(len(operands) - len(parsed.after_double_dash), len(operands)))
