@@ -404,7 +404,12 @@ ATTACKS: list[Attack] = [
     A("git show HEAD", RAN),
     A("git grep -n KEY", RAN),
     A("git grep -n TODO HEAD", RAN),
-    A("git blame README.md", RAN),
+    A("git blame README.md", ARG),  # .env is committed here: blame would follow renames out of protected names
+    A("git status -v", ARG),
+    A("git log -p --full-diff -- README.md", ARG),
+    A("git log -p -S TODO --pickaxe-all", ARG),
+    A("git describe --always HEAD:README.md", ARG),
+    A("git rev-parse --default HEAD:.env", DENIED),
     A("git ls-files", RAN),
     A("git cat-file -p HEAD:README.md", RAN),
     A("git shortlog -s", RAN),

@@ -14,6 +14,9 @@
   resolved before the command runs and must be commits, or files as `REV:path` (`policy.gitrevs`). `show` takes no ref-listing options (`--all`, `--tags`, ... reach tags of blobs), and
   `branch`/`tag --format` no `%(raw)` (an object's content). `describe` takes commits only (it names the path
   of a blob). Option values that are revisions (`--default`, `--find-object`, ...) are checked like operands.
+- Options that print past the pathspecs are refused (`--full-diff`, `--pickaxe-all`, `status -v`); `blame`,
+  which follows renames and names each line's source file, runs only while git's records hold no name an
+  exclusion could match (`exec.gitexcludes.ExcludePruner.history_clean`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ _DIFF_FLAGS: Final = (
     "--ignore-all-space --ignore-space-change --ignore-space-at-eol --ignore-blank-lines --ignore-cr-at-eol "
     "--minimal --patience --histogram --no-renames --find-copies-harder --irreversible-delete --function-context "
     "--exit-code --quiet --no-color --no-color-moved --check --no-relative --no-prefix --default-prefix "
-    "--cumulative --pickaxe-all --pickaxe-regex --indent-heuristic --no-indent-heuristic --no-ext-diff "
+    "--cumulative --pickaxe-regex --indent-heuristic --no-indent-heuristic --no-ext-diff "
     "--no-textconv --ita-invisible-in-index"
 )
 _DIFF_VALUES: Final = (
@@ -52,6 +55,7 @@ _DIFF_DENIED: Final = {
     "--textconv": EXECS,
     "--no-index": "it compares files outside the repository",
     "-O": READS_OUTSIDE,
+    "--pickaxe-all": "it shows the whole change set, past the exclusions that hide protected files",
 }
 _REV_FLAGS: Final = (
     "-i -E -F -g -c -m --all-match --invert-grep --regexp-ignore-case --basic-regexp --extended-regexp "
@@ -62,7 +66,7 @@ _REV_FLAGS: Final = (
     "--author-date-order --topo-order --reverse --do-walk --abbrev-commit --no-abbrev-commit --oneline "
     "--no-expand-tabs --no-notes --relative-date --parents --children --left-right --graph --cc --dd "
     "--no-diff-merges --combined-all-paths --no-decorate --source --clear-decorations --use-mailmap "
-    "--no-use-mailmap --mailmap --no-mailmap --full-diff --log-size --follow --count"
+    "--no-use-mailmap --mailmap --no-mailmap --log-size --follow --count"
 )
 _REV_VALUES: Final = (
     "-n --max-count --skip --since --after --until --before --max-age --min-age --author --committer --grep "
@@ -81,6 +85,7 @@ _REV_DENIED: Final = {
     "-P": "Perl regexes can backtrack catastrophically",
     "--perl-regexp": "Perl regexes can backtrack catastrophically",
     "--bisect": "bisect state is not available",
+    "--full-diff": "it shows the whole change set, past the exclusions that hide protected files",
     "--objects": "it lists directories the deny-list hides (git applies exclusions to files only)",
 }
 
@@ -182,9 +187,13 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
         Subcommand(
             "status",
             table(
-                "-v -s -b -z --verbose --short --branch --show-stash --ahead-behind --no-ahead-behind --long "
+                "-s -b -z --short --branch --show-stash --ahead-behind --no-ahead-behind --long "
                 "--null --no-renames --renames --no-column",
                 optional="-u -M --porcelain --untracked-files --ignored --ignore-submodules --column --find-renames",
+                denied={
+                    "-v": "its diff ignores pathspecs, so it shows protected staged files; use git diff --cached",
+                    "--verbose": "its diff ignores pathspecs, so it shows protected staged files; use git diff --cached",
+                },
             ),
             operands="paths",
             excludes=True,
@@ -511,7 +520,7 @@ class GitRule:
             tail = exclusion_pathspecs(self.deny_patterns)
         return StagePlan(
             "git", "git", (*head, *sub.forced, *rest, *tail), needs_git_dir=True,
-            objects=objects, single_pathspec=bool(tail) and parsed.has("--follow"),
+            objects=objects, single_pathspec=bool(tail) and parsed.has("--follow"), follows_renames=name == "blame",
         )  # fmt: skip
 
     @staticmethod
