@@ -113,6 +113,10 @@ ROWS: list[tuple[str, str]] = [
     ("git tag -l --format='%(raw)'", REFUSED),
     ("git tag -l --format='%(*raw)'", REFUSED),
     ("git branch --format='%(raw:size)%(raw)'", REFUSED),
+    ("git tag -l --sort=raw", REFUSED),  # orders tags by their objects' content: a comparison oracle
+    ("git tag -l --sort=-raw:size", REFUSED),
+    ("git tag -l --sort=*raw", REFUSED),
+    ("git branch -l --sort=raw", REFUSED),
     # a colon inside {...} belongs to the revision (git splits there too)
     ("git show 'HEAD~1^{/ad:*d}:keys/deploy.pem'", REFUSED),
     ("git cat-file -p 'HEAD^{/add:*}:.env'", REFUSED),
@@ -152,6 +156,7 @@ ROWS: list[tuple[str, str]] = [
     ("git show --stat :/add", RAN),
     ("git cat-file -t BLOB", RAN),
     ("git tag -l --format='%(refname)%(objecttype)'", RAN),
+    ("git tag -l --sort=-refname", RAN),
     ("git ls-files --with-tree=HEAD~1", RAN),
 ]
 

@@ -133,6 +133,10 @@ def _no_raw_format(parsed: ParsedArgs) -> None:
     for value in parsed.values_of("--format"):
         if re.search(r"%\(\*?raw", value):
             raise refuse("git", "--format", "the %(raw) atom prints an object's content.", rule="git: formats")
+    for value in parsed.values_of("--sort"):
+        if re.match(r"-?\*?raw", value):
+            reason = "sorting by raw orders refs by their objects' content (a tag of a protected file included)."
+            raise refuse("git", "--sort", reason, rule="git: formats")
 
 
 def _tag_or_branch_check(command: str) -> Callable[[ParsedArgs], None]:
