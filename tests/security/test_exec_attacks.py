@@ -307,6 +307,12 @@ ATTACKS: list[Attack] = [
     A("awk -l ext 1 README.md", ARG),
     A("awk -E list.txt", ARG),
     A("awk '{print}' ../outside/secret.txt", OUTSIDE),
+    # gawk reads an @include'd file as program text even with --sandbox: its lines show in syntax errors
+    A("awk '@include \"../outside/secret.txt\"' README.md", ARG),
+    A("awk 'BEGIN{print 1} @include \"config/secrets.yaml\"'", ARG),
+    A("awk '@include \".env\"' README.md", ARG),
+    A("awk '@load \"filefuncs\"' README.md", ARG),
+    A("awk '@namespace \"x\"; BEGIN{print 1}'", RAN),
     # -- sort, uniq, diff ------------------------------------------------------------------------------
     A("sort -o MARKER README.md", ARG),
     A("sort -uoMARKER README.md", ARG),
@@ -404,7 +410,12 @@ ATTACKS: list[Attack] = [
     A("git show HEAD", RAN),
     A("git grep -n KEY", RAN),
     A("git grep -n TODO HEAD", RAN),
-    A("git blame README.md", RAN),
+    A("git blame README.md", ARG),  # .env is committed here: blame would follow renames out of protected names
+    A("git status -v", ARG),
+    A("git log -p --full-diff -- README.md", ARG),
+    A("git log -p -S TODO --pickaxe-all", ARG),
+    A("git describe --always HEAD:README.md", ARG),
+    A("git rev-parse --default HEAD:.env", DENIED),
     A("git ls-files", RAN),
     A("git cat-file -p HEAD:README.md", RAN),
     A("git shortlog -s", RAN),

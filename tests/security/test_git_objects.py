@@ -117,6 +117,10 @@ ROWS: list[tuple[str, str]] = [
     ("git tag -l --format='%(raw)'", REFUSED),
     ("git tag -l --format='%(*raw)'", REFUSED),
     ("git branch --format='%(raw:size)%(raw)'", REFUSED),
+    ("git tag -l --sort=raw", REFUSED),  # orders tags by their objects' content: a comparison oracle
+    ("git tag -l --sort=-raw:size", REFUSED),
+    ("git tag -l --sort=*raw", REFUSED),
+    ("git branch -l --sort=raw", REFUSED),
     # a colon inside {...} belongs to the revision (git splits there too)
     ("git show 'HEAD~1^{/ad:*d}:keys/deploy.pem'", REFUSED),
     ("git cat-file -p 'HEAD^{/add:*}:.env'", REFUSED),
@@ -124,6 +128,21 @@ ROWS: list[tuple[str, str]] = [
     ("git log --follow -p -- keys", REFUSED),
     ("git log --follow -p -- src", REFUSED),
     ("git log --follow -p -- .", REFUSED),
+    # git describe <blob> prints `<commit>:<path>`, the first path holding that content (a protected one)
+    ("git describe --always BLOB", REFUSED),
+    ("git describe --all ENVBLOB", REFUSED),
+    ("git describe --tags HEAD~1:src/main.py", REFUSED),  # same content could sit at a protected path
+    ("git describe --always blobtag", REFUSED),
+    # option values git resolves as revisions obey the deny-list like operands
+    ("git rev-parse --default HEAD~1:.env", REFUSED),
+    ("git rev-parse --verify --default HEAD~1:keys/deploy.pem", REFUSED),
+    ("git log --format=%H --find-object=HEAD~1:.env", REFUSED),
+    ("git log --format=%H --ancestry-path=HEAD~1:.env HEAD~1..HEAD", REFUSED),
+    ("git ls-files --with-tree=HEAD~1:.env", REFUSED),  # "bad tree-ish" vs "not found": an existence oracle
+    ("git blame --ignore-rev HEAD~1:.env README.md", REFUSED),
+    ("git blame --reverse HEAD~1:.env README.md", REFUSED),
+    ("git tag -l --points-at=HEAD~1:keys/deploy.pem", REFUSED),
+    ("git branch -l --contains=HEAD~1:.env", REFUSED),
     # runs, filtered by the exclusions
     ("git grep -n -e OBJECT HEAD~1:", RAN),
     ("git diff HEAD~1: HEAD: --stat", RAN),
@@ -141,6 +160,7 @@ ROWS: list[tuple[str, str]] = [
     ("git show --stat :/add", RAN),
     ("git cat-file -t BLOB", RAN),
     ("git tag -l --format='%(refname)%(objecttype)'", RAN),
+    ("git tag -l --sort=-refname", RAN),
     ("git ls-files --with-tree=HEAD~1", RAN),
 ]
 
@@ -162,6 +182,10 @@ WORKS: list[tuple[str, str]] = [
     ("git diff HEAD:README.md HEAD~1:README.md", ""),
     ("git diff README.md", ""),
     ("git log --oneline -- README.md", "add: keys"),
+    ("git describe --tags HEAD", "v1"),
+    ("git describe --always", ""),
+    ("git rev-parse --default HEAD", ""),
+    ("git log --oneline --ancestry-path=HEAD~1 HEAD~1..HEAD", ""),
 ]
 
 

@@ -122,6 +122,17 @@ class ExcludePruner:
             kept = self.tail[:1]
         return (*args[:-count], *kept), PruneCheck(generation, view)
 
+    def history_clean(self, view: RepoView) -> PruneCheck | None:
+        """The check to make after the run when no exclusion can match a name in git's records (the index and
+        every tree object); None when one can, or when nothing is known. For `git blame` (renames, copies)."""
+        answer = self.names.found()
+        if answer is None:
+            return None
+        found, generation = answer
+        if any(needles is None or needles <= found for needles in self.needles):
+            return None
+        return PruneCheck(generation, view)
+
     def unchanged(self, check: PruneCheck, views: ViewCache) -> bool:
         """Nothing the pruning was based on has changed since. Blocking (the view may be rescanned)."""
         return self.names.generation() == check.generation and views.current() is check.view

@@ -196,6 +196,16 @@ class ExecService:
                     hint="Run git log without --follow (with --find-renames to see renames).",
                     program="git", option="--follow", rule="git: --follow",
                 )  # fmt: skip
+            if plan.follows_renames:
+                clean = self.excludes.history_clean(view) if prune else None
+                if clean is None:
+                    raise ArgumentNotAllowedError(
+                        "git blame follows renames and copies through history and names the file each line came "
+                        "from; this repository's history holds files the deny-list protects.",
+                        hint="Read the history with git log -p -- FILE (it shows no protected file) or read_file.",
+                        program="git", option="blame", rule="git: blame",
+                    )  # fmt: skip
+                check = check or clean
             command = stage_command(
                 backend, plan.binary, args, view=view, cwd=host_cwd, env=env, tmp=tmp,
                 limits=self._limits(timeout_s), network=self.config.network, git=plan.needs_git_dir,

@@ -20,6 +20,17 @@ def _jq_filter_check(parsed: ParsedArgs) -> None:
         raise refuse("jq", "import", "jq modules (import/include) are not allowed: they load files by search path.")
 
 
+def _awk_program_check(parsed: ParsedArgs) -> None:
+    text = parsed.operands[0] if parsed.operands else ""
+    if re.search(r"@\s*(include|load|nsinclude)", text):
+        raise refuse(
+            "awk",
+            "@include",
+            "awk @include/@load are not allowed: gawk reads the named file as program text even in sandbox mode "
+            "(a protected or outside file's lines show in its syntax errors).",
+        )
+
+
 _GREP_DENIED: Final = {
     "-f": READS_OUTSIDE,
     "--file": READS_OUTSIDE,
@@ -227,6 +238,7 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
             },
         ),
         operands="pattern+paths",
+        extra_check=_awk_program_check,
         binary="gawk",
         forced=("--sandbox",),
         summary="gawk --sandbox (no system(), pipes or redirections; no -f, -o, -p, -d)",

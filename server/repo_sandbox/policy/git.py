@@ -12,7 +12,11 @@
   pathspec only: it runs when no exclusion can match anything in the repository (`exec.gitexcludes`).
 - Objects named without a path (`git show <blob id>`, `HEAD^{tree}`, a tag of a blob, a subtree) are
   resolved before the command runs and must be commits, or files as `REV:path` (`policy.gitrevs`). `show` takes no ref-listing options (`--all`, `--tags`, ... reach tags of blobs), and
-  `branch`/`tag --format` no `%(raw)` (an object's content).
+  `branch`/`tag --format` no `%(raw)` (an object's content). `describe` takes commits only (it names the path
+  of a blob). Option values that are revisions (`--default`, `--find-object`, ...) are checked like operands.
+- Options that print past the pathspecs are refused (`--full-diff`, `--pickaxe-all`, `status -v`); `blame`,
+  which follows renames and names each line's source file, runs only while git's records hold no name an
+  exclusion could match (`exec.gitexcludes.ExcludePruner.history_clean`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ _DIFF_FLAGS: Final = (
     "--ignore-all-space --ignore-space-change --ignore-space-at-eol --ignore-blank-lines --ignore-cr-at-eol "
     "--minimal --patience --histogram --no-renames --find-copies-harder --irreversible-delete --function-context "
     "--exit-code --quiet --no-color --no-color-moved --check --no-relative --no-prefix --default-prefix "
-    "--cumulative --pickaxe-all --pickaxe-regex --indent-heuristic --no-indent-heuristic --no-ext-diff "
+    "--cumulative --pickaxe-regex --indent-heuristic --no-indent-heuristic --no-ext-diff "
     "--no-textconv --ita-invisible-in-index"
 )
 _DIFF_VALUES: Final = (
@@ -51,6 +55,7 @@ _DIFF_DENIED: Final = {
     "--textconv": EXECS,
     "--no-index": "it compares files outside the repository",
     "-O": READS_OUTSIDE,
+    "--pickaxe-all": "it shows the whole change set, past the exclusions that hide protected files",
 }
 _REV_FLAGS: Final = (
     "-i -E -F -g -c -m --all-match --invert-grep --regexp-ignore-case --basic-regexp --extended-regexp "
@@ -61,7 +66,7 @@ _REV_FLAGS: Final = (
     "--author-date-order --topo-order --reverse --do-walk --abbrev-commit --no-abbrev-commit --oneline "
     "--no-expand-tabs --no-notes --relative-date --parents --children --left-right --graph --cc --dd "
     "--no-diff-merges --combined-all-paths --no-decorate --source --clear-decorations --use-mailmap "
-    "--no-use-mailmap --mailmap --no-mailmap --full-diff --log-size --follow --count"
+    "--no-use-mailmap --mailmap --no-mailmap --log-size --follow --count"
 )
 _REV_VALUES: Final = (
     "-n --max-count --skip --since --after --until --before --max-age --min-age --author --committer --grep "
@@ -80,6 +85,7 @@ _REV_DENIED: Final = {
     "-P": "Perl regexes can backtrack catastrophically",
     "--perl-regexp": "Perl regexes can backtrack catastrophically",
     "--bisect": "bisect state is not available",
+    "--full-diff": "it shows the whole change set, past the exclusions that hide protected files",
     "--objects": "it lists directories the deny-list hides (git applies exclusions to files only)",
 }
 
@@ -127,6 +133,10 @@ def _no_raw_format(parsed: ParsedArgs) -> None:
     for value in parsed.values_of("--format"):
         if re.search(r"%\(\*?raw", value):
             raise refuse("git", "--format", "the %(raw) atom prints an object's content.", rule="git: formats")
+    for value in parsed.values_of("--sort"):
+        if re.match(r"-?\*?raw", value):
+            reason = "sorting by raw orders refs by their objects' content (a tag of a protected file included)."
+            raise refuse("git", "--sort", reason, rule="git: formats")
 
 
 def _tag_or_branch_check(command: str) -> Callable[[ParsedArgs], None]:
@@ -155,6 +165,13 @@ def _cat_file_check(parsed: ParsedArgs) -> None:
         raise refuse("git", "cat-file", "git cat-file needs exactly one of -p, -t, -s, -e and one object.")
 
 
+_REVISION_VALUES: Final = (
+    "--default", "--find-object", "--ancestry-path", "--ignore-rev", "--reverse", "--with-tree", "--points-at",
+    "--contains", "--no-contains", "--merged", "--no-merged",
+)  # fmt: skip
+"""Options whose value git resolves as a revision: `REV:path` in them obeys the deny-list like an operand
+(`rev-parse --default HEAD:.env` printed the object id; git's errors tell whether a protected path exists)."""
+
 _DIFF_FORCED: Final = ("--no-ext-diff", "--no-textconv")
 SUBCOMMANDS: Final[dict[str, Subcommand]] = {
     sub.name: sub
@@ -174,9 +191,13 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
         Subcommand(
             "status",
             table(
-                "-v -s -b -z --verbose --short --branch --show-stash --ahead-behind --no-ahead-behind --long "
+                "-s -b -z --short --branch --show-stash --ahead-behind --no-ahead-behind --long "
                 "--null --no-renames --renames --no-column",
                 optional="-u -M --porcelain --untracked-files --ignored --ignore-submodules --column --find-renames",
+                denied={
+                    "-v": "its diff ignores pathspecs, so it shows protected staged files; use git diff --cached",
+                    "--verbose": "its diff ignores pathspecs, so it shows protected staged files; use git diff --cached",
+                },
             ),
             operands="paths",
             excludes=True,
@@ -503,13 +524,15 @@ class GitRule:
             tail = exclusion_pathspecs(self.deny_patterns)
         return StagePlan(
             "git", "git", (*head, *sub.forced, *rest, *tail), needs_git_dir=True,
-            objects=objects, single_pathspec=bool(tail) and parsed.has("--follow"),
+            objects=objects, single_pathspec=bool(tail) and parsed.has("--follow"), follows_renames=name == "blame",
         )  # fmt: skip
 
     @staticmethod
     def _check_operands(sub: Subcommand, parsed: ParsedArgs, paths: PathChecker) -> tuple[ObjectCheck, ...]:
         """Jail-checks every path; returns what the objects named by revisions must be."""
         resolves = sub.name in RESOLVING and (sub.name != "cat-file" or parsed.has("-p"))
+        for value in parsed.values_of(*_REVISION_VALUES):
+            _check_revision(value, paths)
         objects = [check for value in parsed.values_of("--with-tree") for check in object_checks(value, sub.name)]
         operands = list(parsed.operands)
         after = set(range(len(operands) - len(parsed.after_double_dash), len(operands)))

@@ -26,8 +26,11 @@ COMMIT: Final = frozenset({"commit"})
 BLOB: Final = frozenset({"blob"})
 BLOB_OR_TREE: Final = frozenset({"blob", "tree"})
 NOTHING: Final = frozenset[str]()
-RESOLVING: Final = frozenset({"show", "cat-file", "diff", "grep", "log", "shortlog", "rev-list"})
+RESOLVING: Final = frozenset({"show", "cat-file", "diff", "grep", "log", "shortlog", "rev-list", "describe"})
 """The sub-commands whose revision operands are resolved (cat-file only with -p)."""
+COMMITS_ONLY: Final = frozenset({"describe"})
+"""Sub-commands whose operands must be commits, whatever their form: `git describe <blob>` prints
+`<commit>:<path>`, the first path in history holding that content, a protected one included."""
 
 _WALK_SUFFIX: Final = re.compile(r"\^(@|!|-\d*)$")
 """`A^@` (parents), `A^!` (A alone), `A^-N` (A^N..A): the object is A."""
@@ -70,6 +73,8 @@ def object_checks(operand: str, subcommand: str) -> tuple[ObjectCheck, ...]:
     """What the exec layer must prove about `operand` before `git <subcommand>` runs with it."""
     if "\n" in operand or "\r" in operand:
         raise refuse("git", operand, "a git revision cannot contain a line break.", rule="git: revisions")
+    if subcommand in COMMITS_ONLY:  # `REV:path^{}` would be a path ending in `^{}`: no peeling there
+        return (ObjectCheck(operand, COMMIT) if split_revision(operand) else _commit(operand),)
     root_tree_ok = subcommand in ("diff", "grep")
     checks = list(_whole(operand, root_tree_ok))
     for end in _range_ends(operand):

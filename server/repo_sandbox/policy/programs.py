@@ -66,6 +66,9 @@ class StagePlan:
     """git: what the named objects must be (resolved by `exec.gitobjects` before the run)."""
     single_pathspec: bool = False
     """git --follow takes exactly one pathspec: it runs only when no deny-list exclusion can match anything."""
+    follows_renames: bool = False
+    """git blame follows a file's renames and copies through history and names each line's source file,
+    whatever the pathspecs: it runs only when no deny-list exclusion can match a name in git's records."""
 
 
 class ProgramRule(Protocol):
