@@ -410,7 +410,8 @@ ATTACKS: list[Attack] = [
     A("git show HEAD", RAN),
     A("git grep -n KEY", RAN),
     A("git grep -n TODO HEAD", RAN),
-    A("git blame README.md", ARG),  # .env is committed here: blame would follow renames out of protected names
+    A("git blame README.md", RAN),  # .env is committed here but never deleted: no rename can start from it
+    A("git blame -C README.md", ARG),  # with -C a line may come from any file, .env included
     A("git status -v", ARG),
     A("git log -p --full-diff -- README.md", ARG),
     A("git log -p -S TODO --pickaxe-all", ARG),

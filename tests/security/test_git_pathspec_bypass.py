@@ -139,3 +139,38 @@ async def test_blame_runs_where_history_holds_nothing_protected(tmp_path: Path, 
                 assert "src/old.py" in content["stdout"] and "x = 1" in content["stdout"], (backend, content)
         finally:
             workspace.close()
+
+
+async def test_blame_runs_until_a_commit_deletes_a_protected_path(tmp_path: Path, make_settings: Any) -> None:
+    """A protected file that stays (`.env.example`) cannot be a rename's source; once a commit deletes one
+    (here by renaming it), blame is refused, and `-C` is refused while any protected name is in history."""
+    root = tmp_path / "kept"
+    write(root / "app.py", "x = 1\n")
+    write(root / ".env.example", "KEY=\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-f", "-A")
+    git(root, *COMMIT, "-m", "start")
+    workspace = Workspace(make_settings(root, exec={"sandbox": os_backends()[0]}, guard=NO_BREAKER))
+    try:
+        async with Client(build_server(workspace), mode="legacy") as client:
+
+            async def blame(command: str) -> tuple[bool, dict[str, Any]]:
+                with anyio.fail_after(30):
+                    result = await client.call_tool("execute_bash", {"command": command})
+                assert result.structured_content is not None
+                return result.is_error, result.structured_content
+
+            is_error, content = await blame("git blame app.py")
+            assert not is_error and "x = 1" in content["stdout"], content
+            is_error, content = await blame("git blame -C app.py")
+            assert is_error and content["error"]["code"] == "argument_not_allowed", content
+            git(root, "mv", ".env.example", "example.txt")
+            is_error, content = await blame("git blame example.txt")  # staged: the index deletes .env.example
+            assert is_error and content["error"]["code"] == "argument_not_allowed", content
+            git(root, *COMMIT, "-m", "rename")
+            for command in ("git blame example.txt", "git blame app.py", "git blame HEAD~1 -- app.py"):
+                is_error, content = await blame(command)
+                assert is_error and content["error"]["code"] == "argument_not_allowed", (command, content)
+                assert ".env" not in str(content)
+    finally:
+        workspace.close()

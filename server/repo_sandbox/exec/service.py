@@ -34,6 +34,7 @@ from repo_sandbox.errors import (
     SandboxFailedError,
 )
 from repo_sandbox.exec.approval import obtain_approval
+from repo_sandbox.exec.gitblame import RenameSources
 from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
 from repo_sandbox.exec.gitobjects import verify_objects
@@ -43,10 +44,11 @@ from repo_sandbox.exec.parse import parse_command
 from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
 from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, stage_command
 from repo_sandbox.exec.selection import audit_fallback, sandbox_info, sandbox_report
-from repo_sandbox.exec.view import ViewCache
+from repo_sandbox.exec.view import RepoView, ViewCache
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
 from repo_sandbox.policy.operands import JailPaths
+from repo_sandbox.policy.programs import RenameFollowing
 from repo_sandbox.workspace import Workspace
 
 REPORTED_LIMITS: Final = frozenset(
@@ -82,6 +84,7 @@ class ExecService:
         self.views = ViewCache(workspace.jail)
         self.git = GitHardening(workspace.root, shutil.which("git", path=SYSTEM_PATH))
         self.excludes = ExcludePruner.for_rule(self.policy.rules.get("git"), self.git)
+        self.blame = RenameSources(self.git.git_binary, self.git.host_env, self.excludes.tail)
         self._state_dir: str | None = None
         self._sandbox_audited = False
         workspace.on_close.append(self.close)
@@ -196,16 +199,8 @@ class ExecService:
                     hint="Run git log without --follow (with --find-renames to see renames).",
                     program="git", option="--follow", rule="git: --follow",
                 )  # fmt: skip
-            if plan.follows_renames:
-                clean = self.excludes.history_clean(view) if prune else None
-                if clean is None:
-                    raise ArgumentNotAllowedError(
-                        "git blame follows renames and copies through history and names the file each line came "
-                        "from; this repository's history holds files the deny-list protects.",
-                        hint="Read the history with git log -p -- FILE (it shows no protected file) or read_file.",
-                        program="git", option="blame", rule="git: blame",
-                    )  # fmt: skip
-                check = check or clean
+            if plan.follows_renames is not None:
+                check = check or self._blame_check(plan.follows_renames, view, host_cwd, prune=prune)
             command = stage_command(
                 backend, plan.binary, args, view=view, cwd=host_cwd, env=env, tmp=tmp,
                 limits=self._limits(timeout_s), network=self.config.network, git=plan.needs_git_dir,
@@ -222,6 +217,26 @@ class ExecService:
                 )
             commands.append(command)
         return Built(commands, check)
+
+    def _blame_check(self, walk: RenameFollowing, view: RepoView, cwd: str, *, prune: bool) -> PruneCheck:
+        """The check to make after a git blame run (the repository must not move meanwhile).
+
+        Raises: ArgumentNotAllowedError when blame could name a protected file as a line's source.
+        """
+        clean = self.excludes.history_clean(view) if prune else None
+        if clean is not None:
+            return clean
+        generation = self.excludes.names.generation()
+        if prune and not walk.copies and not self.blame.may_name_protected(generation, walk.revisions, cwd):
+            return PruneCheck(generation, view)
+        raise ArgumentNotAllowedError(
+            "git blame follows renames"
+            + (" and copies" if walk.copies else "")
+            + " through history and names the file each line came from; here that could be a file the deny-list "
+            "protects.",
+            hint="Read the history with git log -p -- FILE (it shows no protected file), or blame without -C.",
+            program="git", option="blame", rule="git: blame",
+        )  # fmt: skip
 
     def timeout_for(self, requested: float | None) -> float:
         limits = self.workspace.limits

@@ -15,8 +15,8 @@
   `branch`/`tag --format` no `%(raw)` (an object's content). `describe` takes commits only (it names the path
   of a blob). Option values that are revisions (`--default`, `--find-object`, ...) are checked like operands.
 - Options that print past the pathspecs are refused (`--full-diff`, `--pickaxe-all`, `status -v`); `blame`,
-  which follows renames and names each line's source file, runs only while git's records hold no name an
-  exclusion could match (`exec.gitexcludes.ExcludePruner.history_clean`).
+  which follows renames and names each line's source file, runs only where no commit it may walk deletes a
+  protected path (with `-C`: only while git's records hold no protected name at all): `exec.gitblame`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,15 @@ from typing import Final
 
 from repo_sandbox.policy._argv import OptionTable, ParsedArgs, parse_args, refuse, table
 from repo_sandbox.policy.gitrevs import RESOLVING, object_checks, split_revision
-from repo_sandbox.policy.programs import EXECS, READS_OUTSIDE, WRITES, ObjectCheck, PathChecker, StagePlan
+from repo_sandbox.policy.programs import (
+    EXECS,
+    READS_OUTSIDE,
+    WRITES,
+    ObjectCheck,
+    PathChecker,
+    RenameFollowing,
+    StagePlan,
+)
 
 _DIFF_FLAGS: Final = (
     "-p -u -s -R -a -w -b -W -D -z --patch --no-patch --raw --patch-with-raw --patch-with-stat --numstat "
@@ -524,7 +532,8 @@ class GitRule:
             tail = exclusion_pathspecs(self.deny_patterns)
         return StagePlan(
             "git", "git", (*head, *sub.forced, *rest, *tail), needs_git_dir=True,
-            objects=objects, single_pathspec=bool(tail) and parsed.has("--follow"), follows_renames=name == "blame",
+            objects=objects, single_pathspec=bool(tail) and parsed.has("--follow"),
+            follows_renames=_blame_walk(parsed) if name == "blame" else None,
         )  # fmt: skip
 
     @staticmethod
@@ -552,6 +561,11 @@ class GitRule:
             if resolves and not operand.startswith(":("):
                 objects.extend(object_checks(operand, sub.name))
         return tuple(objects)
+
+
+def _blame_walk(parsed: ParsedArgs) -> RenameFollowing:
+    before = len(parsed.operands) - len(parsed.after_double_dash)
+    return RenameFollowing(tuple(parsed.operands[:before]), copies=parsed.has("-C"))
 
 
 def _two_files(sub: Subcommand, parsed: ParsedArgs) -> bool:

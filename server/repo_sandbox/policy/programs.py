@@ -53,6 +53,15 @@ class ObjectCheck:
 
 
 @dataclass(frozen=True, slots=True)
+class RenameFollowing:
+    """What git blame may walk: the operands that may name revisions, and whether lines may come from any
+    file of a commit (`-C`) rather than only from the file's own renames."""
+
+    revisions: tuple[str, ...]
+    copies: bool
+
+
+@dataclass(frozen=True, slots=True)
 class StagePlan:
     """What one stage will run: `binary` (a bare name looked up in the sandbox's PATH) and its arguments."""
 
@@ -66,9 +75,9 @@ class StagePlan:
     """git: what the named objects must be (resolved by `exec.gitobjects` before the run)."""
     single_pathspec: bool = False
     """git --follow takes exactly one pathspec: it runs only when no deny-list exclusion can match anything."""
-    follows_renames: bool = False
-    """git blame follows a file's renames and copies through history and names each line's source file,
-    whatever the pathspecs: it runs only when no deny-list exclusion can match a name in git's records."""
+    follows_renames: RenameFollowing | None = None
+    """git blame: it follows a file's renames (and with -C copies) through history and names each line's source
+    file, whatever the pathspecs (`exec.gitblame` decides whether it may run)."""
 
 
 class ProgramRule(Protocol):

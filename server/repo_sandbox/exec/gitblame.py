@@ -1,0 +1,89 @@
+"""Whether `git blame` could name a protected file as the source of a line.
+
+blame follows a file's renames back through history and prints the path each line came from; pathspecs do
+not limit it. Without `-C`, a line's source is the blamed path or, where a commit renamed the file, the
+rename's source, which git pairs only among the paths *deleted* by that commit (against any of its parents,
+or against HEAD for what is staged). So blame can name a protected path only if some commit it may walk, or
+the index, deletes one. This module asks git exactly that, once per state of the repository:
+`git log -m --diff-filter=D` over every ref, the reflog and the blamed revisions, limited to the deny-list as
+positive pathspecs, and `git diff --cached --diff-filter=D` for the index. Anything git cannot answer counts as
+"could" (fail closed). With `-C` a line may come from any file of a commit: `exec.service` then allows blame
+only where git's records hold no protected name at all.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Callable
+
+from repo_sandbox.exec._gitscan import GIT_TIMEOUT_S, GitReader, ScanError
+
+MAX_REMEMBERED = 32
+
+
+class RenameSources:
+    """Answers, per repository generation (`exec.gitnames`), whether blame could meet a protected path."""
+
+    def __init__(self, git_binary: str | None, env: Callable[[], dict[str, str]], exclusions: tuple[str, ...]):
+        self.git_binary = git_binary
+        self.env = env
+        self.positive = tuple(spec.replace(":(exclude,", ":(", 1) for spec in exclusions)
+        self._lock = threading.Lock()
+        self._answers: dict[tuple[int, tuple[str, ...]], bool] = {}
+
+    def may_name_protected(self, generation: int, revisions: tuple[str, ...], cwd: str) -> bool:
+        """True when a commit blame may walk from `revisions` (or any ref), or the index, deletes a path the
+        deny-list protects, or when git cannot tell."""
+        key = (generation, revisions)
+        with self._lock:
+            known = self._answers.get(key)
+        if known is not None:
+            return known
+        answer = self._ask(revisions, cwd)
+        with self._lock:
+            if len(self._answers) >= MAX_REMEMBERED:
+                self._answers.clear()
+            self._answers[key] = answer
+        return answer
+
+    def _ask(self, revisions: tuple[str, ...], cwd: str) -> bool:
+        if self.git_binary is None or not self.positive:
+            return True
+        reader = GitReader(self.git_binary, self.env, cwd)
+        seen = bytearray()
+
+        def collect(chunk: bytes) -> bool:
+            seen.extend(chunk)
+            return False  # one deleted protected path is enough
+
+        log = ["log", "--all", "--reflog", "-m", "--no-renames", "--diff-filter=D", "--format=", "--name-only"]
+        try:
+            commits = self._commits(revisions, cwd)
+            reader.run([*log, *commits, "--", *self.positive], collect)
+            if not seen:
+                reader.run(
+                    ["diff", "--cached", "--no-renames", "--diff-filter=D", "--name-only", "--", *self.positive],
+                    collect,
+                )
+        except ScanError:
+            return True
+        return bool(seen.strip())
+
+    def _commits(self, candidates: tuple[str, ...], cwd: str) -> list[str]:
+        """The candidates that name commits (blame's operands mix a revision and the file)."""
+        if not candidates:
+            return []
+        assert self.git_binary is not None
+        names = [f"{name}^{{commit}}" for name in candidates if "\n" not in name]
+        try:
+            done = subprocess.run(
+                [self.git_binary, "cat-file", "--batch-check=%(objectname)"], input="".join(f"{n}\n" for n in names).encode(),
+                env=self.env(), cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ScanError(f"git cat-file: {exc}") from None
+        answers = done.stdout.decode("ascii", "replace").splitlines()
+        if done.returncode != 0 or len(answers) != len(names):
+            raise ScanError("git cat-file could not resolve blame's operands")
+        return [answer for answer in answers if not answer.endswith((" missing", " ambiguous"))]
