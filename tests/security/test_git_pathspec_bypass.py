@@ -162,8 +162,9 @@ async def test_blame_runs_until_a_commit_deletes_a_protected_path(tmp_path: Path
 
             is_error, content = await blame("git blame app.py")
             assert not is_error and "x = 1" in content["stdout"], content
-            is_error, content = await blame("git blame -C app.py")
-            assert is_error and content["error"]["code"] == "argument_not_allowed", content
+            for command in ("git blame -C app.py", "git blame --reverse HEAD -- app.py"):
+                is_error, content = await blame(command)
+                assert is_error and content["error"]["code"] == "argument_not_allowed", (command, content)
             git(root, "mv", ".env.example", "example.txt")
             is_error, content = await blame("git blame example.txt")  # staged: the index deletes .env.example
             assert is_error and content["error"]["code"] == "argument_not_allowed", content

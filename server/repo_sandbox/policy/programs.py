@@ -55,7 +55,8 @@ class ObjectCheck:
 @dataclass(frozen=True, slots=True)
 class RenameFollowing:
     """What git blame may walk: the operands that may name revisions, and whether lines may come from any
-    file of a commit (`-C`) rather than only from the file's own renames."""
+    file of a commit (`-C`), or be followed forward (`--reverse`), rather than only back through the file's
+    own renames."""
 
     revisions: tuple[str, ...]
     copies: bool
