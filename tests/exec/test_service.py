@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -138,6 +139,32 @@ async def test_repository_is_read_only_and_tmp_is_private(
     outcome = await call(open_workspace(backend), f"python3 -c '{script}'")
     assert outcome.payload["stdout"].split() == ["ok", "PermissionError" if backend == "landlock" else "OSError"]
     assert (plain / "README.md").read_text() == "hello\n"
+
+
+def existing(paths: list[str]) -> list[str]:
+    return [path for path in paths if Path(path).exists()]
+
+
+@pytest.mark.parametrize("backend", [b for b in ALL_BACKENDS if not b.startswith("bwrap")])
+async def test_the_private_tmp_of_a_launcher_call_is_removed_whether_or_not_it_was_written(
+    open_workspace: Callable[..., Workspace], backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = open_workspace(backend)
+    created: list[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args: Any, **kwargs: Any) -> str:
+        created.append(real_mkdtemp(*args, **kwargs))
+        return created[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+    writes = 'import os, tempfile\nopen(os.path.join(tempfile.gettempdir(), "left"), "w").write("x")'
+    for command in ("wc -l README.md", f"python3 -c '{writes}'"):
+        outcome = await call(workspace, command)
+        assert not outcome.is_error, outcome.payload
+    calls = [path for path in created if "repo-sandbox-exec-" in path]
+    assert len(calls) == 2
+    assert existing(calls) == []
 
 
 @pytest.mark.parametrize("backend", os_backends())

@@ -318,7 +318,7 @@ class ExecService:
                 exc.details.setdefault("duration_ms", round((time.perf_counter() - started) * 1000, 1))
                 raise
         finally:
-            if planned.per_call:
+            if planned.per_call and not _removed_if_empty(planned.tmp):
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(lambda: shutil.rmtree(planned.tmp, ignore_errors=True))
 
@@ -333,6 +333,15 @@ class ExecService:
             raise SandboxFailedError(
                 f"The sandbox could not start the command ({type(exc).__name__}).", sandbox=str(self.backend())
             ) from None
+
+
+def _removed_if_empty(directory: str) -> bool:
+    """Remove a call's temp dir at once when the command left nothing in it (most do): no thread hop."""
+    try:
+        os.rmdir(directory)
+    except OSError:
+        return False
+    return True
 
 
 _services: weakref.WeakKeyDictionary[Workspace, ExecService] = weakref.WeakKeyDictionary()
