@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,6 +154,49 @@ def found(names: GitNames) -> frozenset[bytes]:
     answer = names.found()
     assert answer is not None
     return answer[0]
+
+
+def _slowed_scans(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Scans wait for the returned event before reading anything."""
+    gate = threading.Event()
+    real_update = GitNames._update  # pyright: ignore[reportPrivateUsage]
+
+    def held(self: GitNames) -> None:
+        assert gate.wait(20)
+        real_update(self)
+
+    monkeypatch.setattr(GitNames, "_update", held)
+    return gate
+
+
+def _join_scans() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "repo-sandbox-git-names":
+            thread.join(20)
+
+
+def test_a_slow_scan_lets_commands_run_with_every_exclusion_meanwhile(
+    names: GitNames, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = _slowed_scans(monkeypatch)
+    started = time.monotonic()
+    assert names.found(wait_s=0.1) is None  # unknown yet: the caller passes every exclusion
+    assert time.monotonic() - started < 5
+    assert names.generation() == -1  # never a generation a pruned command was built from
+    gate.set()
+    assert found(names) == frozenset()  # waiting for the scan gives its answer
+
+
+def test_closing_during_a_scan_does_not_wait_for_it(clean_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = _slowed_scans(monkeypatch)
+    scanner = scanner_for(clean_repo)
+    assert scanner.found(wait_s=0.05) is None
+    started = time.monotonic()
+    scanner.close()
+    assert time.monotonic() - started < 1
+    assert scanner.found() is None
+    gate.set()
+    _join_scans()  # the scan drops the watches as it ends (the fd-leak check of every test would see them)
 
 
 def test_a_clean_repository_holds_no_needle(names: GitNames) -> None:
@@ -340,6 +385,7 @@ def test_pruned_exclusions_give_the_same_output_as_the_whole_deny_list(
         service = exec_service(workspace)
         view = service.views.current()
         env = service.git.host_env()
+        assert service.excludes.names.found() is not None  # the scan done: pruning below does not wait
         for command in EQUIVALENT:
             [plan] = service.prepare(command, ".")[0].plans
             pruned, check = service.excludes.prune(plan.args, view)

@@ -153,6 +153,7 @@ def evolving(tmp_path: Path, make_settings: Any) -> Iterator[tuple[Path, Workspa
 def exclusions(workspace: Workspace, command: str) -> list[str]:
     """The exclude pathspecs the git stage of `command` gets right now."""
     service = exec_service(workspace)
+    service.excludes.names.found()  # let a scan of what just changed finish (commands wait only 0.5 s for it)
     evaluation, cwd = service.prepare(command, ".")
     built = service.build(evaluation, cwd, service.backend(), service.scratch_dir(service.backend())[0], "t", 5)
     return [arg for arg in built.stages[0].argv if arg.startswith(":(exclude")]

@@ -36,6 +36,9 @@ from repo_sandbox.exec.gitnames import GitNames, NeedleSearch, component_haystac
 from repo_sandbox.exec.view import RepoView, ViewCache
 from repo_sandbox.policy.git import GitRule, exclusion_pathspecs
 
+SCAN_WAIT_S: Final = 0.5
+"""How long a command waits for a scan of git's records (the first one, or one after a change) before it runs
+with every exclusion instead."""
 _BREAK: Final = re.compile(r"[^\x20-\x7e]|[*?]")
 """What ends a literal run: a wildcard, a control character or a non-ASCII character (bytes vary)."""
 
@@ -104,7 +107,7 @@ class ExcludePruner:
         count = len(self.tail)
         if not count or args[-count:] != self.tail:
             return args, None
-        answer = self.names.found()
+        answer = self.names.found(None if single else SCAN_WAIT_S)  # --follow cannot run without the answer
         if answer is None:
             return args, None
         found, generation = answer

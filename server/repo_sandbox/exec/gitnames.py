@@ -8,6 +8,10 @@ module keeps the needles found in:
   picks the trees, `git cat-file --batch` streams them), each loose object once (inflated here, or through
   git when there are many). Objects that disappear leave their needles counted: more exclusions, never fewer.
 
+Scans run in a background thread: a caller waits for one as long as it chooses (`found(wait_s)`), so the
+first scan of a large repository (about 2 s near `MAX_TREES`) does not hold up a command, which runs with
+every exclusion meanwhile.
+
 Invalidation: inotify watches on `.git`, `.git/objects`, `objects/pack`, `objects/info` and every loose
 object directory, each placed before that directory is read, report every entry created, renamed or deleted
 and every file written in place (`IN_MODIFY`, `IN_CLOSE_WRITE`: an index overwritten by `cp`). Anything
@@ -24,6 +28,7 @@ import os
 import stat
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable
 from typing import Final
@@ -89,29 +94,75 @@ class GitNames:
         self._packs: PackKey | None = None
         """The packs read; while they stay, a database found too large is not read again."""
         self._loose: set[str] = set()
+        self._scanning = False
+        self._closing = False
+        self._idle = threading.Event()
+        self._idle.set()
 
-    def found(self) -> tuple[frozenset[bytes], int] | None:
-        """(needles found, generation), or None when unknown (the caller then passes every exclusion)."""
-        with self._lock:
-            if self._reader is None or (self._meta is None and not self._open()):
+    def found(self, wait_s: float | None = None) -> tuple[frozenset[bytes], int] | None:
+        """(needles found, generation), or None when unknown (the caller then passes every exclusion).
+
+        What changed is read again in a background thread; this waits for it at most `wait_s` seconds (None:
+        until it is done), so that a first scan of a large repository does not hold up a command that can
+        run with every exclusion meanwhile.
+        """
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        for _ in range(2):  # one scan at most: one that cannot settle (a borrowed database) answers None
+            if self._closing or not self._lock.acquire(
+                timeout=-1 if deadline is None else max(0.0, deadline - time.monotonic())
+            ):
                 return None
-            self._poll()
-            if self._pending_meta or self._pending_odb:
-                self._update()
-            if self._index is None or self._history is None:
+            try:
+                if self._closing or self._reader is None or (self._meta is None and not self._open()):
+                    return None
+                self._poll()
+                if not (self._pending_meta or self._pending_odb):
+                    if self._index is None or self._history is None:
+                        return None
+                    return self._index | self._history, self._generation
+                if not self._scanning:
+                    self._scanning = True
+                    self._idle.clear()
+                    threading.Thread(target=self._scan, name="repo-sandbox-git-names", daemon=True).start()
+            finally:
+                self._lock.release()
+            if not self._idle.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
                 return None
-            return self._index | self._history, self._generation
+        return None
 
     def generation(self) -> int:
-        """Goes up whenever the index, the layout or the object database changed since the last call."""
-        with self._lock:
+        """Goes up whenever the index, the layout or the object database changed since the last call; -1
+        (never a generation) while a scan runs, which only happens when something changed."""
+        if not self._lock.acquire(blocking=False):
+            return -1
+        try:
             if self._meta is not None:
                 self._poll()
             return self._generation
+        finally:
+            self._lock.release()
 
     def close(self) -> None:
+        """Drop the watches now, or when a running scan ends (not waiting for it)."""
+        self._closing = True
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drop()
+            finally:
+                self._lock.release()
+
+    def _scan(self) -> None:
         with self._lock:
-            self._drop()
+            try:
+                if self._meta is not None and not self._closing:
+                    self._poll()
+                    if self._pending_meta or self._pending_odb:
+                        self._update()
+            finally:
+                if self._closing:
+                    self._drop()
+                self._scanning = False
+                self._idle.set()
 
     def _open(self) -> bool:
         self._meta, self._odb = _WriteWatch.open(), _WriteWatch.open()
