@@ -56,6 +56,7 @@ async def main(args: argparse.Namespace, root: str) -> None:
 
     policy_argv: dict[str, tuple[list[str], dict[str, str]]] = {}
     sandboxed: dict[str, StageCommand] = {}
+    service.excludes.names.found()  # the first scan of git's records done: measure the steady state
     for label, _, command in rows:
         evaluation, cwd = service.prepare(command, ".")
         [plan] = evaluation.plans
