@@ -201,6 +201,7 @@ async def test_a_change_while_git_runs_makes_it_run_again_with_every_exclusion(
         return await real_run(stages, **kwargs)
 
     monkeypatch.setattr(service_module, "run_pipeline", staging_meanwhile)
+    assert exec_service(workspace).excludes.names.found() is not None  # scanned: the command gets the pruned list
     async with Client(build_server(workspace), mode="legacy") as client:
         content = await run(client, "git status --porcelain")
     assert leaks(content) == [] and ".npmrc" not in content["stdout"]
