@@ -22,14 +22,12 @@ from exec_support import git, os_backends, write
 from repo_sandbox.app import build_server
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT
+from security.test_git_objects import NO_BREAKER, RAN, REFUSED
 
 pytestmark = pytest.mark.anyio
 
 SECRET = "PATHSPEC-SECRET-3a7d"
 PROTECTED_NAMES = (".env", "deploy.pem", "secrets.yaml", "staged.pem")
-NO_BREAKER = {"failure_threshold": 1000, "repeat_threshold": 1000}
-REFUSED = "refused"
-RAN = "ran"
 
 
 @pytest.fixture(scope="module")
