@@ -89,6 +89,10 @@ CHANGES: dict[str, Callable[[Path, Path], object]] = {
         os.symlink(outside / "secrets", root / "src" / "sub"),
     ),
     "hard link added": lambda root, outside: os.link(root / "src" / "a.py", outside / "a_link.py"),
+    "file renamed over by a hard link to an outside file": lambda root, outside: (
+        os.link(outside / "secrets" / "key.py", root / "src" / "swap.tmp"),
+        (root / "src" / "swap.tmp").rename(root / "src" / "a.py"),
+    ),
 }
 
 

@@ -62,6 +62,13 @@ RULES = [
     rule("\\*", "*", IGNORED),
     rule("\\*", "x", NO_RULE),
     rule("name\n", "dir/name", IGNORED, is_dir=True),
+    # more than two wildcards: compiled by `regex` (a hostile repository's rule must not backtrack for hours)
+    rule("*a*b*c", "xaybzc", IGNORED),
+    rule("*a*b*c", "xaybzcd", NO_RULE),
+    rule("src/**/test_*.py\n!src/**/test_keep*.py", "src/a/b/test_keep1.py", KEPT),
+    rule("src/**/test_*.py", "src/a/b/test_x.py", IGNORED),
+    rule("*a" * 25 + "b", "a" * 250, NO_RULE),
+    rule("**/a/" * 20 + "b", "a/" * 100 + "c", NO_RULE),
 ]
 
 

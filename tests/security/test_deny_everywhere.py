@@ -124,3 +124,24 @@ def test_listing_the_root_shows_allowed_files_and_no_link_or_special_file(
         "src/pkg/deep.py",
     ]
     assert str(attack_tree.base) not in json.dumps(outcome.payload)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "searched"),
+    [
+        # the five allowed text files of the count test above; hard links, links and special files are not searched
+        pytest.param({"pattern": "."}, 5, id="content"),
+        pytest.param({"pattern": ".", "output_mode": "count"}, 5, id="count"),
+        pytest.param({"pattern": ".", "glob": "{.env,id_rsa,*.pem,README.md}"}, 1, id="glob-naming-denied-files"),
+        pytest.param({"pattern": ".", "glob": "**/.e*"}, 0, id="glob-prefix-of-denied-names"),
+        pytest.param({"pattern": ".", "glob": "[.]env"}, 0, id="glob-class-spelling-a-denied-name"),
+    ],
+)
+def test_search_statistics_do_not_count_denied_files(
+    arguments: dict[str, Any], searched: int, backend_ws: Workspace
+) -> None:
+    """files_searched and the skipped tallies would be an existence oracle if a denied file added to them."""
+    outcome = call_bounded(backend_ws, "search_text", {**EVERYTHING, **arguments})
+    assert not outcome.is_error, outcome.payload
+    payload = outcome.payload
+    assert (payload["files_searched"], payload["skipped_binary"], payload["skipped_too_large"]) == (searched, 0, 0)

@@ -196,6 +196,17 @@ ROWS = [
     r("private", "path_denied"),
     r("private/notes.txt", "path_denied"),
     r("src/../.env", "path_denied"),
+    # -- existence oracle: a denied name that does not exist answers exactly as one that does ------
+    r(".env.missing", "path_denied"),
+    r("missing.pem", "path_denied"),
+    r(".env/below", "path_denied"),
+    r(".env.missing/below", "path_denied"),
+    r("private/missing.txt", "path_denied"),
+    r("config/prod.yaml/below", "path_denied"),
+    r("Private/Missing.txt", "path_denied"),
+    # -- a denied name as a lexical detour: normalised away, never opened --------------------------
+    r("config/prod.yaml/../dev.yaml", FILE),
+    r(".git/../README.md", FILE),
 ]
 
 TOOLS = ("read_file", "search_text", "count_lines", "search_files")

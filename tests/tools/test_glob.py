@@ -67,6 +67,12 @@ from repo_sandbox.tools._glob import compile_glob
         ("café*", "docs/café.md", True),
         ("日本語.txt", "日本語.txt", True),
         ("?.txt", "é.txt", True),
+        # more than two wildcards or groups: matched by the time-limited `regex` engine, same meaning
+        ("src/**/test_*.{py,pyi}", "src/a/b/test_x.pyi", True),
+        ("src/**/test_*.{py,pyi}", "src/a/b/test_x.pyc", False),
+        ("*a*b*c", "xaybzc", True),
+        ("*a*b*c", "xaybz/c", False),
+        ("**/d/**/x.{c,h}", "d/e/x.h", True),
     ],
 )
 def test_glob_matching(pattern: str, path: str, matches: bool) -> None:

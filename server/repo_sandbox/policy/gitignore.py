@@ -13,6 +13,11 @@ A rule set answers one question about one entry: which rule, if any, decides it.
 pathspec's GitIgnoreSpec answers a different question (is a file hidden, ancestors included) and gets the
 directory idiom `*` + `!*/` wrong when asked about a directory, so the walker uses this instead. Each rule set
 also keeps one alternation of all its rules, so the common case (no rule matches) costs two regex calls.
+
+Ignore files come from the repository, which may be hostile: a rule such as `*a*a*a*...*b` made Python's
+`re` backtrack for hours against a long name while holding the GIL, freezing the whole server. Rules with
+more than `MAX_PLAIN_WILDCARDS` wildcards (and every alternation holding one) are compiled by `regex`
+instead, which prunes that search (milliseconds) and releases the GIL while it matches.
 """
 
 from __future__ import annotations
@@ -20,6 +25,24 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
+
+import regex
+
+MAX_PLAIN_WILDCARDS: Final = 2
+"""Wildcards (`*`, `**`) a rule may hold and still be matched by `re` (at most quadratic backtracking)."""
+_WILDCARDS: Final = re.compile(r"\\.|\*\*|\*", re.DOTALL)
+
+Pattern = re.Pattern[str] | regex.Pattern[str]
+
+
+def _is_complex(line: str) -> bool:
+    return sum(not token.startswith("\\") for token in _WILDCARDS.findall(line)) > MAX_PLAIN_WILDCARDS
+
+
+def _compile(source: str, *, complex_rule: bool) -> Pattern:
+    return regex.compile(source, regex.DOTALL | regex.V0) if complex_rule else re.compile(source, re.DOTALL)
+
 
 _POSIX_CLASSES = {
     "alnum": "a-zA-Z0-9",
@@ -131,8 +154,9 @@ class _Rule:
     negate: bool
     dir_only: bool
     anchored: bool
-    regex: re.Pattern[str]
-    parent: re.Pattern[str] | None = None
+    regex: Pattern
+    parent: Pattern | None = None
+    complex_rule: bool = False
     """For an anchored rule without `**`: the directories whose entries it can match (else None: any)."""
 
 
@@ -158,15 +182,17 @@ def _parse(line: str, index: int) -> _Rule | None:
     line = line.removeprefix("/")
     source = _path_regex(line) if anchored else _segment(line)
     parent = None
+    complex_rule = _is_complex(line)
     if anchored and "**" not in line:
-        parent = re.compile(_path_regex(line.rpartition("/")[0]), re.DOTALL)
-    return _Rule(index, negate, dir_only, anchored, re.compile(source, re.DOTALL), parent)
+        parent = _compile(_path_regex(line.rpartition("/")[0]), complex_rule=complex_rule)
+    return _Rule(index, negate, dir_only, anchored, _compile(source, complex_rule=complex_rule), parent, complex_rule)
 
 
-def _either(rules: list[_Rule]) -> re.Pattern[str]:
+def _either(rules: list[_Rule]) -> Pattern:
     if not rules:
         return re.compile(r"(?!)")
-    return re.compile("|".join(f"(?:{rule.regex.pattern})" for rule in rules), re.DOTALL)
+    source = "|".join(f"(?:{rule.regex.pattern})" for rule in rules)
+    return _compile(source, complex_rule=any(rule.complex_rule for rule in rules))
 
 
 class IgnoreRules:
@@ -181,7 +207,9 @@ class IgnoreRules:
         self._anchored_any = _either([r for r in self._rules if r.anchored])
         self._has_anchored = len(name_rules) < len(self._rules)
         # Whole '/'-separated names only: no translated rule matches '/', so a match cannot span two names.
-        self._name_scan = re.compile(f"(?<![^/])(?:{self._name_any.pattern})(?![^/])", re.DOTALL)
+        self._name_scan = _compile(
+            f"(?<![^/])(?:{self._name_any.pattern})(?![^/])", complex_rule=any(r.complex_rule for r in name_rules)
+        )
 
     def candidates(self, prefix: str, names: list[str]) -> list[int]:
         """Indices of the `names` (entries of the directory `prefix`, '' or ending in '/') that some rule

@@ -4,6 +4,11 @@
 (`[!..]` or `[^..]` to negate) and `{a,b}` (nestable) work as in ripgrep. A pattern with no `/` matches the
 file name at any depth (`*.go` == `**/*.go`); a leading `/` anchors it to the search directory. A leading
 `!` inverts the match. Matching is case-sensitive.
+
+Python's `re` backtracks: `*a*a*a*a*b` or `{a,a}{a,a}...` against a long name takes exponential time while
+holding the GIL, which froze the whole server. A glob with more than `MAX_PLAIN_CHOICES` wildcards and
+alternations is therefore compiled by `regex`, which releases the GIL, prunes most of that search, and
+gives each name a time limit; a glob that exceeds it is refused as `invalid_glob`.
 """
 
 from __future__ import annotations
@@ -11,10 +16,39 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final, Protocol
+
+import regex
 
 from repo_sandbox.errors import InvalidGlobError
 
 MAX_GLOB_CHARS = 1000
+MAX_PLAIN_CHOICES: Final = 2
+"""Wildcards (`*`, `**`) and `{..}` groups a glob may hold and still be matched by `re` (at most quadratic)."""
+NAME_MATCH_TIMEOUT_S: Final = 0.25
+"""Time one path may take to match a complex glob."""
+
+
+class _Matcher(Protocol):
+    def fullmatch(self, string: str, /) -> object | None: ...
+
+
+class _GuardedRegex:
+    """A `regex` pattern whose `fullmatch` is time-limited: too slow means the glob is refused."""
+
+    __slots__ = ("_compiled", "_glob")
+
+    def __init__(self, compiled: regex.Pattern[str], glob: str) -> None:
+        self._compiled = compiled
+        self._glob = glob
+
+    def fullmatch(self, string: str, /) -> object | None:
+        try:
+            return self._compiled.fullmatch(string, timeout=NAME_MATCH_TIMEOUT_S)
+        except TimeoutError:
+            raise InvalidGlobError(
+                f"Glob '{self._glob[:100]}' is too complex to match in time.", glob=self._glob[:100]
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +56,7 @@ class Glob:
     """A compiled glob; `matches` takes a path relative to the directory being searched."""
 
     pattern: str
-    regex: re.Pattern[str]
+    regex: _Matcher
     basename_only: bool
     negated: bool
 
@@ -52,6 +86,15 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
             i += 1
         first = False
     raise InvalidGlobError(f"Unclosed '[' in glob '{pattern}'.", glob=pattern)
+
+
+def _choices(pattern: str) -> int:
+    """How many wildcards (`*` or `**`, each one repetition in the regex) and `{..}` groups a glob holds (an
+    over-count, e.g. of a `*` inside `[..]`, only sends the glob to the guarded engine)."""
+    return sum(not token.startswith("\\") for token in _CHOICE_TOKENS.findall(pattern))
+
+
+_CHOICE_TOKENS: Final = re.compile(r"\\.|\*\*|\*|\{", re.DOTALL)
 
 
 def _translate(pattern: str) -> str:
@@ -124,8 +167,12 @@ def compile_glob(pattern: str) -> Glob:
     anchored = body.startswith("/")
     body = body.lstrip("/").rstrip("/") or "**"
     basename_only = not anchored and "/" not in body
+    translated = _translate(body)
     try:
-        regex = re.compile(_translate(body), re.DOTALL)
-    except re.error as exc:
-        raise InvalidGlobError(f"Glob '{pattern}' cannot be compiled: {exc.msg}.", glob=pattern) from exc
-    return Glob(pattern=pattern, regex=regex, basename_only=basename_only, negated=negated)
+        if _choices(body) <= MAX_PLAIN_CHOICES:
+            compiled: _Matcher = re.compile(translated, re.DOTALL)
+        else:
+            compiled = _GuardedRegex(regex.compile(translated, regex.DOTALL | regex.V0), pattern)
+    except (re.error, regex.error) as exc:
+        raise InvalidGlobError(f"Glob '{pattern}' cannot be compiled: {exc}.", glob=pattern) from exc
+    return Glob(pattern=pattern, regex=compiled, basename_only=basename_only, negated=negated)
