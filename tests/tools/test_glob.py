@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from repo_sandbox.errors import InvalidGlobError
@@ -83,3 +85,23 @@ def test_glob_matching(pattern: str, path: str, matches: bool) -> None:
 def test_malformed_globs_are_invalid_glob(pattern: str) -> None:
     with pytest.raises(InvalidGlobError):
         compile_glob(pattern)
+
+
+@pytest.mark.parametrize(
+    ("glob", "plain"),
+    [
+        ("**/*.py", True),
+        ("**/*.{py,pyi}", True),
+        ("src/**/*.{ts,tsx}", True),
+        ("**/test_*.py", True),
+        ("**/a/**/*.py", True),
+        ("*.{js,jsx}", True),
+        ("*a*a*b", False),
+        ("**/*a*{b,c}", False),
+        ("**/**/**/x", False),
+        ("{a,b}{c,d}{e,f}", False),
+    ],
+)
+def test_everyday_globs_keep_the_fast_engine_and_backtracking_ones_get_the_guarded_one(glob: str, plain: bool) -> None:
+    """`re` holds the GIL while it backtracks: only globs it matches in low polynomial time stay on it."""
+    assert isinstance(compile_glob(glob).regex, re.Pattern) is plain

@@ -7,7 +7,7 @@ file name at any depth (`*.go` == `**/*.go`); a leading `/` anchors it to the se
 
 Python's `re` backtracks: `*a*a*a*a*b` or `{a,a}{a,a}...` against a long name takes exponential time while
 holding the GIL, which froze the whole server. A glob with more than `MAX_PLAIN_CHOICES` wildcards and
-alternations is therefore compiled by `regex`, which releases the GIL, prunes most of that search, and
+alternations inside names, or as many `**` components, is therefore compiled by `regex`, which releases the GIL, prunes most of that search, and
 gives each name a time limit; a glob that exceeds it is refused as `invalid_glob`.
 """
 
@@ -24,7 +24,8 @@ from repo_sandbox.errors import InvalidGlobError
 
 MAX_GLOB_CHARS = 1000
 MAX_PLAIN_CHOICES: Final = 2
-"""Wildcards (`*`, `**`) and `{..}` groups a glob may hold and still be matched by `re` (at most quadratic)."""
+"""Wildcards inside names and `{..}` groups (together), and `**` components, a glob may hold and still be
+matched by `re` (at most cubic)."""
 NAME_MATCH_TIMEOUT_S: Final = 0.25
 """Time one path may take to match a complex glob."""
 
@@ -88,10 +89,22 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
     raise InvalidGlobError(f"Unclosed '[' in glob '{pattern}'.", glob=pattern)
 
 
-def _choices(pattern: str) -> int:
-    """How many wildcards (`*` or `**`, each one repetition in the regex) and `{..}` groups a glob holds (an
-    over-count, e.g. of a `*` inside `[..]`, only sends the glob to the guarded engine)."""
-    return sum(not token.startswith("\\") for token in _CHOICE_TOKENS.findall(pattern))
+def _plain(pattern: str) -> bool:
+    """Whether `re` matches this glob in at most polynomial time of low degree: at most `MAX_PLAIN_CHOICES`
+    wildcards inside names and `{..}` groups together, and at most `MAX_PLAIN_CHOICES` `**` components (each
+    `**/` is one unambiguous loop over whole directories, but many of them nest). An over-count, e.g. of a
+    `*` inside `[..]`, only sends the glob to the guarded engine."""
+    inside = components = 0
+    for match in _CHOICE_TOKENS.finditer(pattern):
+        token, start, end = match.group(), match.start(), match.end()
+        if token.startswith("\\"):
+            continue
+        whole = token == "**" and pattern[start - 1 : start] in ("", "/") and pattern[end : end + 1] in ("", "/")
+        if whole:
+            components += 1
+        else:
+            inside += 1
+    return inside <= MAX_PLAIN_CHOICES and components <= MAX_PLAIN_CHOICES
 
 
 _CHOICE_TOKENS: Final = re.compile(r"\\.|\*\*|\*|\{", re.DOTALL)
@@ -169,7 +182,7 @@ def compile_glob(pattern: str) -> Glob:
     basename_only = not anchored and "/" not in body
     translated = _translate(body)
     try:
-        if _choices(body) <= MAX_PLAIN_CHOICES:
+        if _plain(body):
             compiled: _Matcher = re.compile(translated, re.DOTALL)
         else:
             compiled = _GuardedRegex(regex.compile(translated, regex.DOTALL | regex.V0), pattern)
