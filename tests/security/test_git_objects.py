@@ -9,6 +9,7 @@ The rows that must keep working prove the checks do not refuse ordinary history 
 
 from __future__ import annotations
 
+import os
 import shutil
 import unicodedata
 from collections.abc import AsyncIterator
@@ -313,3 +314,22 @@ def test_objects_that_git_cannot_resolve_refuse_the_stage(tmp_path: Path) -> Non
         verify_objects(checks, shutil.which("false"), {"PATH": "/usr/bin:/bin"}, str(tmp_path))
     with pytest.raises(SandboxFailedError):
         verify_objects(checks, None, {}, str(tmp_path))
+
+
+async def test_a_glob_that_expands_to_a_non_utf8_name_is_resolved_like_any_operand(
+    tmp_path: Path, make_settings: Any
+) -> None:
+    root = tmp_path / "bytes"
+    write(root / "README.md", "# Demo\n")
+    (root / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"latin-1 name\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, *COMMIT, "-m", "start")
+    workspace = Workspace(make_settings(root, exec={"sandbox": os_backends()[0]}))
+    try:
+        async with Client(build_server(workspace), mode="legacy") as client:
+            is_error, content = await call(client, "git log --format=%s caf*")
+    finally:
+        workspace.close()
+    assert not is_error, content
+    assert content["exit_code"] == 0 and "start" in content["stdout"], content

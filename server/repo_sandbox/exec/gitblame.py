@@ -13,6 +13,7 @@ only where git's records hold no protected name at all.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from collections.abc import Callable
@@ -76,14 +77,15 @@ class RenameSources:
             return []
         assert self.git_binary is not None
         names = [f"{name}^{{commit}}" for name in candidates if "\n" not in name]
+        lines = b"".join(os.fsencode(name) + b"\n" for name in names)
         try:
             done = subprocess.run(
-                [self.git_binary, "cat-file", "--batch-check=%(objectname)"], input="".join(f"{n}\n" for n in names).encode(),
+                [self.git_binary, "cat-file", "--batch-check=%(objectname)"], input=lines,
                 env=self.env(), cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False,
             )  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ScanError(f"git cat-file: {exc}") from None
-        answers = done.stdout.decode("ascii", "replace").splitlines()
+        answers = done.stdout.decode("utf-8", "surrogateescape").splitlines()
         if done.returncode != 0 or len(answers) != len(names):
             raise ScanError("git cat-file could not resolve blame's operands")
         return [answer for answer in answers if not answer.endswith((" missing", " ambiguous"))]

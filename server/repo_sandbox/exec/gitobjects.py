@@ -9,6 +9,7 @@ Anything unexpected (git missing, failing, too slow, an answer that does not lin
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -26,7 +27,7 @@ def verify_objects(checks: Sequence[ObjectCheck], git_binary: str | None, env: M
         return
     if git_binary is None:
         raise SandboxFailedError("git is not installed on this server.")
-    names = [check.name.encode() for check in checks]
+    names = [os.fsencode(check.name) for check in checks]  # a glob may have expanded to a non-UTF-8 name
     try:
         result = subprocess.run(
             [git_binary, "cat-file", "--batch-check=%(objecttype)"],
