@@ -296,14 +296,19 @@ async def test_a_decomposed_unicode_name_is_hidden_like_its_composed_deny_patter
             workspace.close()
 
 
-async def test_outside_a_repository_git_answers_for_itself(tmp_path: Path, make_settings: Any) -> None:
-    write(tmp_path / "plain" / "a.txt", "a\n")
-    workspace = Workspace(make_settings(tmp_path / "plain", exec={"sandbox": os_backends()[0]}))
+async def call_once(root: Path, make_settings: Any, command: str) -> tuple[bool, dict[str, Any]]:
+    """One command in a fresh workspace over `root`, under the first OS sandbox here."""
+    workspace = Workspace(make_settings(root, exec={"sandbox": os_backends()[0]}))
     try:
         async with Client(build_server(workspace), mode="legacy") as client:
-            is_error, content = await call(client, "git show HEAD")
+            return await call(client, command)
     finally:
         workspace.close()
+
+
+async def test_outside_a_repository_git_answers_for_itself(tmp_path: Path, make_settings: Any) -> None:
+    write(tmp_path / "plain" / "a.txt", "a\n")
+    is_error, content = await call_once(tmp_path / "plain", make_settings, "git show HEAD")
     assert not is_error, content
     assert content["exit_code"] == 128 and "not a git repository" in content["stderr"]
 
@@ -325,11 +330,6 @@ async def test_a_glob_that_expands_to_a_non_utf8_name_is_resolved_like_any_opera
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, *COMMIT, "-m", "start")
-    workspace = Workspace(make_settings(root, exec={"sandbox": os_backends()[0]}))
-    try:
-        async with Client(build_server(workspace), mode="legacy") as client:
-            is_error, content = await call(client, "git log --format=%s caf*")
-    finally:
-        workspace.close()
+    is_error, content = await call_once(root, make_settings, "git log --format=%s caf*")
     assert not is_error, content
     assert content["exit_code"] == 0 and "start" in content["stdout"], content
