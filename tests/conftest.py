@@ -71,6 +71,16 @@ def make_workspace(make_settings: SettingsFactory) -> Iterator[WorkspaceFactory]
 
 
 @pytest.fixture
+def make_ws(tmp_path: Path, make_workspace: WorkspaceFactory) -> WorkspaceFactory:
+    """Workspaces over `root` (default: tmp_path/repo) with `[workspace]` keys as keyword arguments."""
+
+    def factory(root: Path | None = None, **workspace_keys: Any) -> Workspace:
+        return make_workspace(root or tmp_path / "repo", workspace=workspace_keys)
+
+    return factory
+
+
+@pytest.fixture
 def workspace(repo: Path, make_workspace: WorkspaceFactory) -> Workspace:
     return make_workspace(repo)
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import tracemalloc
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from repo_sandbox.config.loader import load_settings
+from conftest import WorkspaceFactory
 from repo_sandbox.tools import _walk
 from repo_sandbox.tools._walk import Walk
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
@@ -22,30 +21,9 @@ from repo_sandbox.tree.index import TreeIndex
 from repo_sandbox.tree.walk import IndexedWalk, file_runs
 from repo_sandbox.tree.watch import Subscription, WatchHub
 from repo_sandbox.workspace import Workspace
+from tree_files import write
 
-WorkspaceFactory = Callable[..., Workspace]
 Outcome = tuple[list[tuple[str, str]], bool, bool, bool, list[str]]
-
-
-def write(path: Path, text: str = "x\n") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-@pytest.fixture
-def make_ws(tmp_path: Path) -> Iterator[WorkspaceFactory]:
-    made: list[Workspace] = []
-
-    def factory(root: Path | None = None, **workspace_keys: object) -> Workspace:
-        overrides: dict[tuple[str, str], object] = {("workspace", "root"): str(root or tmp_path / "repo")}
-        overrides.update({("workspace", key): value for key, value in workspace_keys.items()})
-        ws = Workspace(load_settings(None, env={}, overrides=overrides))
-        made.append(ws)
-        return ws
-
-    yield factory
-    for ws in made:
-        ws.close()
 
 
 @pytest.fixture

@@ -3,33 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from repo_sandbox.config.loader import load_settings
+from conftest import WorkspaceFactory
 from repo_sandbox.tools._walk import Walk
 from repo_sandbox.workspace import Workspace
 from tree_files import write
-
-WorkspaceFactory = Callable[..., Workspace]
-
-
-@pytest.fixture
-def make_ws(tmp_path: Path) -> Iterator[WorkspaceFactory]:
-    made: list[Workspace] = []
-
-    def factory(root: Path | None = None, **workspace_keys: object) -> Workspace:
-        overrides: dict[tuple[str, str], object] = {("workspace", "root"): str(root or tmp_path / "repo")}
-        overrides.update({("workspace", key): value for key, value in workspace_keys.items()})
-        ws = Workspace(load_settings(None, env={}, overrides=overrides))
-        made.append(ws)
-        return ws
-
-    yield factory
-    for ws in made:
-        ws.close()
 
 
 def walked(ws: Workspace, path: str = ".", *, hidden: bool = False, ignored: bool = False) -> list[str]:
