@@ -78,14 +78,19 @@ def search_text_buffer(
         if keep[0] <= count < keep[1]:
             line_no += text.count("\n", counted_to, line_start)
             counted_to = line_start
-            hit = LineHit(line=line_no, text=text[line_start:last_end])
-            if context:
-                hit.before = _context_before(text, line_start, context)
-                hit.after = _context_after(text, last_end, context)
-            hits.append(hit)
+            hits.append(_hit(text, line_start, last_end, line_no, context))
         count += 1
         pos = last_end + 1
     return count, hits
+
+
+def _hit(text: str, start: int, end: int, line: int, context: int) -> LineHit:
+    """The hit for the line(s) `text[start:end]`, numbered `line`, with `context` lines around it."""
+    hit = LineHit(line=line, text=text[start:end])
+    if context:
+        hit.before = _context_before(text, start, context)
+        hit.after = _context_after(text, end, context)
+    return hit
 
 
 def _search_literal_lines(
@@ -109,11 +114,7 @@ def _search_literal_lines(
             if keep[0] <= count < keep[1]:
                 line_no += text.count("\n", counted_to, line_start)
                 counted_to = line_start
-                hit = LineHit(line=line_no, text=text[line_start:line_end])
-                if context:
-                    hit.before = _context_before(text, line_start, context)
-                    hit.after = _context_after(text, line_end, context)
-                hits.append(hit)
+                hits.append(_hit(text, line_start, line_end, line_no, context))
             count += 1
         position = text.find(literal, line_end + 1)
     return count, hits
