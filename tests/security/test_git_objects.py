@@ -94,6 +94,8 @@ ROWS: list[tuple[str, str]] = [
     ("git diff HEAD:README.md..BLOB", REFUSED),
     ("git log -p BLOB", REFUSED),
     ('git cat-file -p "HEAD:README.md\nBLOB"', REFUSED),  # one name a line on cat-file's input
+    ("git diff HEAD:nosuch.txt HEAD:README.md", REFUSED),  # two files must exist, or git reads pathspecs
+    ("git show :/.env", REFUSED),  # no message matches: git takes it as the path .env from the top
     # a subtree puts its files at the top, where anchored exclusions miss them (keys/ is denied here)
     ("git grep -n -e public KEYS", REFUSED),
     ("git grep -n -e public HEAD~1:keys", REFUSED),

@@ -227,11 +227,11 @@ class ExecService:
         if clean is not None:
             return clean
         generation = self.excludes.names.generation()
-        if prune and not walk.copies and not self.blame.may_name_protected(generation, walk.revisions, cwd):
+        if prune and not walk.any_path and not self.blame.may_name_protected(generation, walk.revisions, cwd):
             return PruneCheck(generation, view)
         raise ArgumentNotAllowedError(
             "git blame follows renames"
-            + (" and copies" if walk.copies else "")
+            + (" (and with -C copies, with --reverse renames forward)" if walk.any_path else "")
             + " through history and names the file each line came from; here that could be a file the deny-list "
             "protects.",
             hint="Read the history with git log -p -- FILE (it shows no protected file), or blame without -C.",

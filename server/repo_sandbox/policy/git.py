@@ -198,7 +198,7 @@ class GitRule:
 def _blame_walk(parsed: ParsedArgs) -> RenameFollowing:
     before = len(parsed.operands) - len(parsed.after_double_dash)
     # --reverse follows lines forward, to where a rename *adds* a path: any protected name could be one
-    return RenameFollowing(tuple(parsed.operands[:before]), copies=parsed.has("-C", "--reverse"))
+    return RenameFollowing(tuple(parsed.operands[:before]), any_path=parsed.has("-C", "--reverse"))
 
 
 def _two_files(sub: Subcommand, parsed: ParsedArgs) -> bool:

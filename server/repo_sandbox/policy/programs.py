@@ -54,12 +54,12 @@ class ObjectCheck:
 
 @dataclass(frozen=True, slots=True)
 class RenameFollowing:
-    """What git blame may walk: the operands that may name revisions, and whether lines may come from any
-    file of a commit (`-C`), or be followed forward (`--reverse`), rather than only back through the file's
-    own renames."""
+    """What git blame may walk: the operands that may name revisions, and whether it may name any path of
+    git's records (`-C`: lines copied from any file; `--reverse`: followed forward to where a rename adds a
+    path) rather than only the sources of the file's own renames."""
 
     revisions: tuple[str, ...]
-    copies: bool
+    any_path: bool
 
 
 @dataclass(frozen=True, slots=True)
