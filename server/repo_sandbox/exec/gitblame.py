@@ -14,11 +14,11 @@ only where git's records hold no protected name at all.
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 from collections.abc import Callable
 
-from repo_sandbox.exec._gitscan import GIT_TIMEOUT_S, GitReader, ScanError
+from repo_sandbox.exec._gitscan import GitReader, ScanError
+from repo_sandbox.exec.gitobjects import BatchCheckFailed, batch_check, resolved
 
 MAX_REMEMBERED = 32
 
@@ -73,19 +73,12 @@ class RenameSources:
 
     def _commits(self, candidates: tuple[str, ...], cwd: str) -> list[str]:
         """The candidates that name commits (blame's operands mix a revision and the file)."""
-        if not candidates:
+        names = [f"{name}^{{commit}}" for name in candidates if "\n" not in name]
+        if not names:
             return []
         assert self.git_binary is not None
-        names = [f"{name}^{{commit}}" for name in candidates if "\n" not in name]
-        lines = b"".join(os.fsencode(name) + b"\n" for name in names)
         try:
-            done = subprocess.run(
-                [self.git_binary, "cat-file", "--batch-check=%(objectname)"], input=lines,
-                env=self.env(), cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ScanError(f"git cat-file: {exc}") from None
-        answers = done.stdout.decode("utf-8", "surrogateescape").splitlines()
-        if done.returncode != 0 or len(answers) != len(names):
-            raise ScanError("git cat-file could not resolve blame's operands")
-        return [answer for answer in answers if not answer.endswith((" missing", " ambiguous"))]
+            answers = batch_check(self.git_binary, self.env(), cwd, names, "%(objectname)")
+        except BatchCheckFailed as failure:
+            raise ScanError(f"git cat-file: {failure}") from None
+        return [os.fsdecode(answer) for name, answer in zip(names, answers, strict=True) if resolved(name, answer)]

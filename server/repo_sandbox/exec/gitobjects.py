@@ -21,30 +21,58 @@ TIMEOUT_S: Final = 10.0
 _UNRESOLVED: Final = (b"missing", b"ambiguous")
 
 
+class BatchCheckFailed(Exception):
+    """git could not answer (missing, failing, too slow, answers that do not line up)."""
+
+    def __init__(self, reason: str, *, not_a_repository: bool = False) -> None:
+        super().__init__(reason)
+        self.not_a_repository = not_a_repository
+
+
+def batch_check(git_binary: str, env: Mapping[str, str], cwd: str, names: Sequence[str], fmt: str) -> list[bytes]:
+    """git's answer line for each name, in order (`<name> missing` or `<name> ambiguous` when it names no one
+    object). Names go to git as file-system bytes: a glob may have expanded to a non-UTF-8 name.
+
+    Raises: BatchCheckFailed.
+    """
+    try:
+        result = subprocess.run(
+            [git_binary, "cat-file", f"--batch-check={fmt}"],
+            input=b"".join(os.fsencode(name) + b"\n" for name in names), env=dict(env), cwd=cwd,
+            capture_output=True, timeout=TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BatchCheckFailed(type(exc).__name__) from None
+    if result.returncode != 0:
+        raise BatchCheckFailed(
+            f"exit code {result.returncode}",
+            not_a_repository=result.stderr.startswith(b"fatal: not a git repository"),
+        )
+    answers = result.stdout.splitlines()
+    if len(answers) != len(names):
+        raise BatchCheckFailed("the answers do not line up with the names")
+    return answers
+
+
+def resolved(name: str, answer: bytes) -> bool:
+    """Whether `answer` (from `batch_check`) says `name` names an object."""
+    return answer not in (os.fsencode(name) + b" " + word for word in _UNRESOLVED)
+
+
 def verify_objects(checks: Sequence[ObjectCheck], git_binary: str | None, env: Mapping[str, str], cwd: str) -> None:
     """Raises: ArgumentNotAllowedError for a name of a forbidden type; SandboxFailedError when git cannot tell."""
     if not checks:
         return
     if git_binary is None:
         raise SandboxFailedError("git is not installed on this server.")
-    names = [os.fsencode(check.name) for check in checks]  # a glob may have expanded to a non-UTF-8 name
     try:
-        result = subprocess.run(
-            [git_binary, "cat-file", "--batch-check=%(objecttype)"],
-            input=b"".join(name + b"\n" for name in names), env=dict(env), cwd=cwd,
-            capture_output=True, timeout=TIMEOUT_S, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SandboxFailedError(
-            "git could not resolve the objects this command names.", reason=type(exc).__name__
-        ) from None
-    if result.returncode != 0 and result.stderr.startswith(b"fatal: not a git repository"):
-        return  # nothing to name objects in: the stage fails with git's own message
-    answers = result.stdout.splitlines()
-    if result.returncode != 0 or len(answers) != len(checks):
-        raise SandboxFailedError("git could not resolve the objects this command names.", exit_code=result.returncode)
-    for check, name, answer in zip(checks, names, answers, strict=True):
-        if answer in (name + b" " + word for word in _UNRESOLVED):
+        answers = batch_check(git_binary, env, cwd, [check.name for check in checks], "%(objecttype)")
+    except BatchCheckFailed as failure:
+        if failure.not_a_repository:
+            return  # nothing to name objects in: the stage fails with git's own message
+        raise SandboxFailedError("git could not resolve the objects this command names.", reason=str(failure)) from None
+    for check, answer in zip(checks, answers, strict=True):
+        if not resolved(check.name, answer):
             if check.must_exist:
                 raise ArgumentNotAllowedError(
                     f"git: '{check.name}' names no object here.",
