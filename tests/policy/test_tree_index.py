@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import WorkspaceFactory
 from repo_sandbox.tools import _walk
 from repo_sandbox.tools._walk import Walk
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
@@ -22,6 +22,8 @@ from repo_sandbox.tree.walk import IndexedWalk, file_runs
 from repo_sandbox.tree.watch import Subscription, WatchHub
 from repo_sandbox.workspace import Workspace
 from tree_files import write
+
+WorkspaceFactory = Callable[..., Workspace]
 
 Outcome = tuple[list[tuple[str, str]], bool, bool, bool, list[str]]
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import WorkspaceFactory
 from repo_sandbox.tools._walk import Walk
 from repo_sandbox.workspace import Workspace
 from tree_files import write
+
+WorkspaceFactory = Callable[..., Workspace]
 
 
 def walked(ws: Workspace, path: str = ".", *, hidden: bool = False, ignored: bool = False) -> list[str]:
