@@ -112,6 +112,12 @@ def test_check_config_prints_the_effective_policy(tmp_path: Path) -> None:
         ("[limits]\nmax_output_bytes = 10\n", "max_output_bytes"),
         ("[nosuchsection]\nkey = 1\n", "nosuchsection"),
         ("[limits\n", "invalid TOML"),
+        # what the HTTP server would refuse at start-up is refused by check-config too
+        ('[server]\nallowed_hosts = ["bad host"]\n', "allowed_hosts"),
+        ('[server]\nallowed_origins = ["app.example.com"]\n', "allowed_origins"),
+        ('[server]\nallowed_origins = ["https://app.example.com/path"]\n', "allowed_origins"),
+        ('[exec]\nallow = ["cat", "md5sum"]\n', "md5sum"),
+        ('[exec]\nallow = ["cat"]\n[exec.rules.cat]\nflag = ["-n"]\n', "rules.cat.flag"),
     ],
 )
 def test_check_config_rejects_a_bad_file_naming_file_and_key(tmp_path: Path, text: str, named: str) -> None:
