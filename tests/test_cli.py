@@ -40,6 +40,45 @@ def test_help_names_every_command_and_the_client_config() -> None:
     assert done.stderr == ""
 
 
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        (["serve", "--help"], ["--root", "--config", "--transport", "/mcp", "/ws", "/healthz", "REPO_SANDBOX_TOKEN"]),
+        (["--root", ".", "--help"], ["--transport", "/healthz"]),  # the default command's help
+        (["check-config", "--help"], ["effective policy", "exit 0", "exit 2", "REPO_SANDBOX_<SECTION>_<KEY>"]),
+        (["call", "--help"], ["(exit 0)", "(exit 1)", "Exit 2"]),
+        (["tools", "--help"], ["schemas"]),
+    ],
+)
+def test_every_command_explains_itself_in_its_help(command: list[str], words: list[str]) -> None:
+    done = run(*command)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    for word in words:
+        assert word in text, word
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["nosuchcmd"], "unknown command 'nosuchcmd'"),
+        (["chek-config", "x.toml"], "check-config"),
+        (["--bogus"], "--bogus"),
+        (["--root"], "--root"),
+        (["serve", "--port", "abc"], "--port"),
+        (["serve", "--port", "99999"], "port"),
+        (["serve", "--transport", "ftp"], "--transport"),
+        (["serve", "--log-level", "LOUD"], "--log-level"),
+        (["call"], "tool"),
+        (["check-config"], "file"),
+    ],
+)
+def test_bad_command_lines_exit_2_naming_what_is_wrong(args: list[str], named: str) -> None:
+    done = run(*args, stdin="")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert named in done.stderr
+
+
 def test_tools_prints_every_tool_with_schemas_and_annotations() -> None:
     done = run("tools")
     assert done.returncode == 0, done.stderr
