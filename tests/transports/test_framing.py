@@ -28,7 +28,6 @@ BAD_FRAMES: list[tuple[str, int | None, object]] = [
     # not JSON at all
     ("this is not json", -32700, None),
     ('{"jsonrpc": "2.0", "id": 1, "method": "ping"', -32700, None),
-    ("", -32700, None),
     # JSON, but not one message
     ("[]", -32600, None),
     ('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', -32600, None),  # batches are not part of MCP
@@ -45,6 +44,8 @@ BAD_FRAMES: list[tuple[str, int | None, object]] = [
     # a malformed response is not answered (two peers must not answer each other's errors for ever)
     ('{"jsonrpc": "2.0", "id": 3, "result": 1, "error": {"code": 1}}', None, None),
     ('{"jsonrpc": "2.0", "id": 3, "error": "nope"}', None, None),
+    # nor is a blank line
+    ("   ", None, None),
 ]
 
 

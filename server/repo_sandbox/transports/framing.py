@@ -5,7 +5,8 @@ for ever. JSON-RPC 2.0 answers it instead: invalid JSON gets -32700 "Parse error
 message -32600 "Invalid Request" (a request whose id is neither a string nor a number too: the SDK would take
 it for a notification), with the request's id when one can be read, else null. A malformed *response*
 (an object with `result` or `error` and no `method`) gets no answer, so that two peers cannot answer each
-other's errors for ever. The answer never quotes the input or the validator's report.
+other's errors for ever, and neither does a blank line. The answer never quotes the input or the validator's
+report.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class BadFrame:
 
 def read_message(text: str) -> types.JSONRPCMessage | BadFrame:
     """The message in `text`, or what to answer when it holds none."""
+    if not text.strip():
+        return BadFrame(None)  # a blank line between messages: nothing was asked
     try:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError:
