@@ -6,6 +6,7 @@ Each test runs the installed console script as a real process (what users and MC
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,17 @@ REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 TIMEOUT_S = 60
 
 
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the command; `env` replaces the REPO_SANDBOX_* variables of this process's environment."""
+    child_env = {key: value for key, value in os.environ.items() if not key.startswith("REPO_SANDBOX_")}
     return subprocess.run(
-        [REPO_SANDBOX, *args], input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+        [REPO_SANDBOX, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+        env={**child_env, **(env or {})},
     )
 
 
@@ -38,6 +47,45 @@ def test_help_names_every_command_and_the_client_config() -> None:
     for word in ("serve", "tools", "call", "check-config", "--root", '"command": "repo-sandbox"'):
         assert word in done.stdout
     assert done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        (["serve", "--help"], ["--root", "--config", "--transport", "/mcp", "/ws", "/healthz", "REPO_SANDBOX_TOKEN"]),
+        (["--root", ".", "--help"], ["--transport", "/healthz"]),  # the default command's help
+        (["check-config", "--help"], ["effective policy", "exit 0", "exit 2", "REPO_SANDBOX_<SECTION>_<KEY>"]),
+        (["call", "--help"], ["(exit 0)", "(exit 1)", "Exit 2"]),
+        (["tools", "--help"], ["schemas"]),
+    ],
+)
+def test_every_command_explains_itself_in_its_help(command: list[str], words: list[str]) -> None:
+    done = run(*command)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    for word in words:
+        assert word in text, word
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["nosuchcmd"], "unknown command 'nosuchcmd'"),
+        (["chek-config", "x.toml"], "check-config"),
+        (["--bogus"], "--bogus"),
+        (["--root"], "--root"),
+        (["serve", "--port", "abc"], "--port"),
+        (["serve", "--port", "99999"], "port"),
+        (["serve", "--transport", "ftp"], "--transport"),
+        (["serve", "--log-level", "LOUD"], "--log-level"),
+        (["call"], "tool"),
+        (["check-config"], "file"),
+    ],
+)
+def test_bad_command_lines_exit_2_naming_what_is_wrong(args: list[str], named: str) -> None:
+    done = run(*args, stdin="")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert named in done.stderr
 
 
 def test_tools_prints_every_tool_with_schemas_and_annotations() -> None:
@@ -112,6 +160,12 @@ def test_check_config_prints_the_effective_policy(tmp_path: Path) -> None:
         ("[limits]\nmax_output_bytes = 10\n", "max_output_bytes"),
         ("[nosuchsection]\nkey = 1\n", "nosuchsection"),
         ("[limits\n", "invalid TOML"),
+        # what the HTTP server would refuse at start-up is refused by check-config too
+        ('[server]\nallowed_hosts = ["bad host"]\n', "allowed_hosts"),
+        ('[server]\nallowed_origins = ["app.example.com"]\n', "allowed_origins"),
+        ('[server]\nallowed_origins = ["https://app.example.com/path"]\n', "allowed_origins"),
+        ('[exec]\nallow = ["cat", "md5sum"]\n', "md5sum"),
+        ('[exec]\nallow = ["cat"]\n[exec.rules.cat]\nflag = ["-n"]\n', "rules.cat.flag"),
     ],
 )
 def test_check_config_rejects_a_bad_file_naming_file_and_key(tmp_path: Path, text: str, named: str) -> None:
@@ -120,6 +174,45 @@ def test_check_config_rejects_a_bad_file_naming_file_and_key(tmp_path: Path, tex
     done = run("check-config", str(config))
     assert (done.returncode, done.stdout) == (2, "")
     assert str(config) in done.stderr and named in done.stderr
+
+
+def test_check_config_applies_the_environment_and_names_a_bad_variable(tmp_path: Path) -> None:
+    config = tmp_path / "policy.toml"
+    config.write_text('[guard]\nfailure_threshold = 4\n[audit]\npath = "audit.jsonl"\n', encoding="utf-8")
+    env = {"REPO_SANDBOX_GUARD_FAILURE_THRESHOLD": "7", "REPO_SANDBOX_AUDIT_PATH": "-"}
+    done = run("check-config", str(config), env=env)
+    assert done.returncode == 0, done.stderr
+    policy = json.loads(done.stdout)
+    assert (policy["guard"]["failure_threshold"], policy["audit"]["path"]) == (7, "-")
+    bad = run("check-config", str(config), env={"REPO_SANDBOX_GUARD_FAILURE_THRESHOLD": "many"})
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert "REPO_SANDBOX_GUARD_FAILURE_THRESHOLD" in bad.stderr and "failure_threshold" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "served"),
+    [
+        pytest.param(True, True, "flag.py", id="flag-over-environment-and-file"),
+        pytest.param(False, True, "env.py", id="environment-over-file"),
+        pytest.param(False, False, "file.py", id="file-over-default"),
+    ],
+)
+def test_the_root_comes_from_flags_then_environment_then_file(
+    tmp_path: Path, flag: bool, env: bool, served: str
+) -> None:
+    for name in ("flag", "env", "file"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}.py").write_text("x = 1\n", encoding="utf-8")
+    config = tmp_path / "policy.toml"
+    config.write_text('[workspace]\nroot = "file"\n', encoding="utf-8")
+    args = ["call", "search_files", '{"pattern": "*.py"}', "--config", str(config)]
+    done = run(
+        *args,
+        *(["--root", str(tmp_path / "flag")] if flag else []),
+        env={"REPO_SANDBOX_WORKSPACE_ROOT": str(tmp_path / "env")} if env else None,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["files"] == [served]
 
 
 def test_a_root_that_is_not_a_directory_is_a_configuration_error(tmp_path: Path) -> None:

@@ -39,6 +39,13 @@ Every config key can also be set as REPO_SANDBOX_<SECTION>_<KEY> (e.g. REPO_SAND
 Precedence: command-line flags > environment > --config file > defaults."""
 
 
+SERVE_DESCRIPTION = """Serve the repository over MCP: stdio (the default), or with --transport http Streamable
+HTTP at /mcp, WebSocket at /ws (subprotocol "mcp") and an unauthenticated /healthz.
+HTTP clients send "Authorization: Bearer <token>" (WebSocket clients may use /ws?token=<token>); the token is
+read from $REPO_SANDBOX_TOKEN ([server] token_env); without a token only a loopback address is served.
+`repo-sandbox --root DIR` is the same as `repo-sandbox serve --root DIR`."""
+
+
 def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", help="repository to expose (default: [workspace] root, else the current directory)")
     parser.add_argument("--config", metavar="FILE", help="TOML policy file (see config.example.toml)")
@@ -47,31 +54,51 @@ def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="repo-sandbox",
-        description="An MCP server giving AI agents safe, fast, read-only access to one code repository.",
+        description="An MCP server giving AI agents safe, fast, read-only access to one code repository.\n"
+        "Without a COMMAND it serves (`repo-sandbox serve --help` lists the flags: --root, --config, --transport, ...).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"repo-sandbox {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="serve the repository over MCP (the default command)")
+    serve = sub.add_parser(
+        "serve",
+        help="serve the repository over MCP (the default command)",
+        description=SERVE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_policy_flags(serve)
     serve.add_argument("--transport", choices=["stdio", "http"], help="stdio (default), or http: /mcp, /ws, /healthz")
     serve.add_argument("--host", help="http: address to listen on (default 127.0.0.1; others need a token)")
     serve.add_argument("--port", type=int, help="http: port to listen on (default 8765; 0 picks a free one)")
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level on stderr")
 
-    sub.add_parser("tools", help="print the tools with their input/output schemas and annotations (JSON)")
+    tools_help = "print the tools with their input/output schemas and annotations (JSON)"
+    sub.add_parser("tools", help=tools_help, description=tools_help[0].upper() + tools_help[1:] + ".")
 
-    call = sub.add_parser("call", help="run one tool in-process and print its result or graded error (JSON)")
+    call = sub.add_parser(
+        "call",
+        help="run one tool in-process and print its result or graded error (JSON)",
+        description="Run one tool in-process, under the same policy as the server, and print its result (exit 0) "
+        "or its graded error (exit 1) as JSON on stdout. Exit 2: bad arguments or configuration.",
+    )
     call.add_argument("tool", help="tool name, e.g. search_text")
     call.add_argument("arguments", nargs="?", default="{}", help="tool arguments as a JSON object")
     _add_policy_flags(call)
 
-    check = sub.add_parser("check-config", help="validate a TOML config and print the effective policy")
+    check = sub.add_parser(
+        "check-config",
+        help="validate a TOML config and print the effective policy",
+        description="Validate a TOML config file as the server would at start-up (environment overrides "
+        "REPO_SANDBOX_<SECTION>_<KEY> applied) and print the effective policy as JSON, secrets masked: exit 0. "
+        "A bad file: every error, naming the file (or variable) and the key, on stderr: exit 2.",
+    )
     check.add_argument("file", help="the TOML file to check")
 
-    audit = sub.add_parser("audit", help="read an audit log (JSONL): tail or stats")
+    audit = sub.add_parser(
+        "audit", help="read an audit log (JSONL): tail or stats", description="Read an audit log ([audit] path, JSONL)."
+    )
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
     tail = audit_sub.add_parser("tail", help="the last events, one line each")
     tail.add_argument("files", nargs="+", metavar="FILE", help="audit files, oldest first (e.g. x.jsonl.1 x.jsonl)")
@@ -218,9 +245,12 @@ def _audit(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        parser.error(f"unknown command {argv[0]!r} (choose from {', '.join(COMMANDS)}; without one: serve)")
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")
-    args = build_parser().parse_args(argv)
+    args = parser.parse_args(argv)
     try:
         if args.command == "tools":
             from repo_sandbox.app import tools_listing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -100,3 +101,37 @@ def test_default_timeout_above_max_is_rejected(tmp_path: Path) -> None:
     config.write_text("[limits]\ndefault_timeout_s = 200\n")
     with pytest.raises(ConfigError, match="default_timeout_s"):
         load_settings(config, env={}, cwd=tmp_path)
+
+
+def test_env_table_accepts_a_json_object(tmp_path: Path) -> None:
+    rule = {"md5sum": {"flags": ["-b"], "allow_examples": ["md5sum -b README.md"]}}
+    env = {"REPO_SANDBOX_EXEC_ALLOW": "cat,md5sum", "REPO_SANDBOX_EXEC_RULES": json.dumps(rule)}
+    settings = load_settings(None, env=env, cwd=tmp_path)
+    assert settings.exec.allow == ["cat", "md5sum"]
+    assert settings.exec.rules["md5sum"].flags == ["-b"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("{not json", "invalid JSON object"),
+        ('["md5sum"]', "valid dictionary"),
+        ('{"md5sum": {"flag": ["-b"]}}', "rules.md5sum.flag: unknown key"),
+    ],
+)
+def test_bad_env_table_names_the_variable(tmp_path: Path, value: str, message: str) -> None:
+    env = {"REPO_SANDBOX_EXEC_ALLOW": "cat,md5sum", "REPO_SANDBOX_EXEC_RULES": value}
+    with pytest.raises(ConfigError, match="REPO_SANDBOX_EXEC_RULES") as info:
+        load_settings(None, env=env, cwd=tmp_path)
+    assert message in str(info.value)
+
+
+def test_every_key_of_every_section_can_be_set_from_the_environment(tmp_path: Path) -> None:
+    defaults = Settings().model_dump(mode="json")
+    for section, values in defaults.items():
+        for key, default in values.items():
+            value = str(tmp_path) if (section, key) == ("workspace", "root") else default
+            raw = value if isinstance(value, str) else json.dumps(value)
+            name = f"REPO_SANDBOX_{section.upper()}_{key.upper()}"
+            settings = load_settings(None, env={name: raw}, cwd=tmp_path)
+            assert settings.model_dump(mode="json")[section][key] == value, name

@@ -38,8 +38,14 @@ def _section_models() -> dict[str, type[BaseModel]]:
 
 
 def _parse_env_value(raw: str, annotation: Any) -> Any:
-    """Env values are strings; lists accept JSON (`["a","b"]`) or comma-separated text."""
+    """Env values are strings; lists accept JSON (`["a","b"]`) or comma-separated text, tables a JSON object
+    (`REPO_SANDBOX_EXEC_RULES='{"md5sum": {"flags": ["-b"]}}'`)."""
     origin = getattr(annotation, "__origin__", None)
+    if origin is dict:
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"invalid JSON object: {exc.msg}") from exc
     if origin is list:
         stripped = raw.strip()
         if stripped.startswith("["):

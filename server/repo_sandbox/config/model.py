@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from repo_sandbox.config.exec_model import ExecConfig
 
@@ -88,6 +88,26 @@ class ServerConfig(_Section):
     """On SIGTERM: time in-flight calls get to finish before they are cancelled (and their processes killed)."""
     request_state_key_env: str = Field(default="REPO_SANDBOX_STATE_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """Environment variable with the key sealing 2026-07-28 request state; replicas must share it."""
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_well_formed(cls, hosts: list[str]) -> list[str]:
+        from repo_sandbox.transports.origin import split_host  # only when there are entries to check
+
+        for entry in hosts:
+            if split_host(entry) is None:
+                raise ValueError(f"not a host[:port]: {entry!r}")
+        return hosts
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins_well_formed(cls, origins: list[str]) -> list[str]:
+        from repo_sandbox.transports.origin import origin_key
+
+        for entry in origins:
+            if origin_key(entry) is None:
+                raise ValueError(f"not a scheme://host[:port] origin: {entry!r}")
+        return origins
 
 
 class WorkspaceConfig(_Section):

@@ -40,7 +40,8 @@ def split_host(value: str) -> tuple[str, int | None] | None:
     return (name, port) if 0 < port < 65536 else None
 
 
-def _origin_key(origin: str) -> tuple[str, str, int | None] | None:
+def origin_key(origin: str) -> tuple[str, str, int | None] | None:
+    """`scheme://host[:port]` -> (scheme, lower-case host, port). None if malformed."""
     parts = urlsplit(origin.strip().lower())
     if parts.scheme not in ("http", "https") or parts.path not in ("", "/") or parts.query or parts.fragment:
         return None
@@ -74,7 +75,7 @@ class HostOriginPolicy:
                 raise ValueError(f"[server] allowed_hosts: not a host[:port]: {entry!r}")
             hosts.add(parsed)
         for entry in settings.allowed_origins:
-            key = _origin_key(entry)
+            key = origin_key(entry)
             if key is None:
                 raise ValueError(f"[server] allowed_origins: not a scheme://host[:port] origin: {entry!r}")
             origins.add(key)
@@ -93,7 +94,7 @@ class HostOriginPolicy:
         """An absent Origin is a non-browser client; "null" and anything unlisted are refused."""
         if not self.enabled or origin is None:
             return True
-        key = _origin_key(origin)
+        key = origin_key(origin)
         if key is None:
             return False
         scheme, name, port = key

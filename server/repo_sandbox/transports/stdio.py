@@ -4,7 +4,7 @@ The SDK's `stdio_server` reads and writes through worker threads (`anyio.wrap_fi
 and a flush per exchange, each a thread hop (~a third of read_file's server time). Here the event loop
 reads and writes the pipes itself, with the same contract:
 - framing: one JSON-RPC message per line, UTF-8 (undecodable input bytes become U+FFFD); a line that is
-  not a valid message reaches the server as the parse exception, as with the SDK;
+  not a valid message is answered with a JSON-RPC error (`framing.read_message`; the SDK drops it);
 - the stream claim: while serving, fd 0 reads the null device and fd 1 writes to stderr, so children and
   stray prints never touch the wire; the wire is served from private close-on-exec duplicates, and fd 0/1
   and their blocking mode are restored on exit.
@@ -27,12 +27,12 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
 from repo_sandbox.app import build_server
+from repo_sandbox.transports.framing import BadFrame, read_message
 from repo_sandbox.workspace import Workspace
 
 READ_CHUNK = 1 << 16
@@ -140,15 +140,15 @@ async def _loop_stdio(after_first_message: Callable[[], None]) -> AsyncIterator[
         read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, write_reader = create_context_streams[SessionMessage](0)
 
+        replies = write_stream.clone()
+
         async def read_messages() -> None:
-            async with read_writer:
+            async with read_writer, replies:
                 async for line in _lines(stdin.wire):
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(
-                            line.decode("utf-8", "replace"), by_name=False
-                        )
-                    except Exception as exc:  # noqa: BLE001  # the server answers a bad line, as with the SDK
-                        await read_writer.send(exc)
+                    message = read_message(line.decode("utf-8", "replace"))
+                    if isinstance(message, BadFrame):
+                        if message.reply is not None:
+                            await replies.send(SessionMessage(message.reply))
                         continue
                     await read_writer.send(SessionMessage(message))
 

@@ -23,6 +23,7 @@ from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from repo_sandbox.transports.framing import BadFrame, read_message
 from repo_sandbox.transports.gate import RATE_LIMITED_CODE, Refusal, error_body, refuse
 from repo_sandbox.transports.limits import RateLimiter, SessionSlots
 from repo_sandbox.transports.scope import SESSION_ID_KEY
@@ -104,14 +105,18 @@ class _Connection:
                 if text is None:
                     await self._close(CLOSE_UNSUPPORTED_DATA, "binary frames are not supported")
                     return
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
-                except Exception as exc:  # noqa: BLE001  # the server answers a parse error, as on stdio
-                    await inbound.send(exc)
+                message = read_message(text)
+                if isinstance(message, BadFrame):
+                    await self._answer_bad_frame(message)
                     continue
                 if not await self._admit(message):
                     continue
                 await inbound.send(SessionMessage(message, metadata=metadata))
+
+    async def _answer_bad_frame(self, frame: BadFrame) -> None:
+        """Answer a frame that holds no message (within the session's rate: garbage floods buy nothing)."""
+        if frame.reply is not None and self.limits.rate.acquire(self.session_id) is None:
+            await self._send_text(frame.reply.model_dump_json(by_alias=True, exclude_unset=True))
 
     async def _admit(self, message: types.JSONRPCMessage) -> bool:
         """Apply the rate limit to the client's requests and notifications (cancellations always pass); track

@@ -1,0 +1,56 @@
+"""One JSON-RPC message per stdio line or WebSocket text frame, and the answer to one that is not a message.
+
+The SDK drops what it cannot parse (a debug log line), so a client that sent a malformed request would wait
+for ever. JSON-RPC 2.0 answers it instead: invalid JSON gets -32700 "Parse error", anything else that is not a
+message -32600 "Invalid Request" (a request whose id is neither a string nor a number too: the SDK would take
+it for a notification), with the request's id when one can be read, else null. A malformed *response*
+(an object with `result` or `error` and no `method`) gets no answer, so that two peers cannot answer each
+other's errors for ever, and neither does a blank line. The answer never quotes the input or the validator's
+report.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+import mcp_types as types
+
+PARSE_ERROR_MESSAGE: Final = "Parse error: not valid JSON."
+INVALID_REQUEST_MESSAGE: Final = "Invalid Request: not a JSON-RPC 2.0 message."
+
+
+@dataclass(frozen=True, slots=True)
+class BadFrame:
+    """A line or frame that is not a JSON-RPC message; `reply` is what to answer (None: nothing)."""
+
+    reply: types.JSONRPCError | None
+
+
+def read_message(text: str) -> types.JSONRPCMessage | BadFrame:
+    """The message in `text`, or what to answer when it holds none."""
+    if not text.strip():
+        return BadFrame(None)  # a blank line between messages: nothing was asked
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValueError:
+        pass
+    else:
+        # A real notification has no id at all.
+        if not isinstance(message, types.JSONRPCNotification) or "id" not in json.loads(text):
+            return message
+    try:
+        document: Any = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's stack
+        return BadFrame(_error(None, types.PARSE_ERROR, PARSE_ERROR_MESSAGE))
+    if isinstance(document, dict) and "method" not in document and ("result" in document or "error" in document):
+        return BadFrame(None)
+    request_id = document.get("id") if isinstance(document, dict) else None  # pyright: ignore[reportUnknownMemberType]
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    return BadFrame(_error(request_id, types.INVALID_REQUEST, INVALID_REQUEST_MESSAGE))
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))

@@ -1,0 +1,54 @@
+"""README's quick start: `scripts/serve --root /path/to/repo` serves that repository over stdio to a real MCP
+client, and like `repo-sandbox` itself it leaves the root to `--config` and the environment when not given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+pytestmark = pytest.mark.anyio
+
+SERVE = Path(__file__).resolve().parents[1] / "scripts" / "serve"
+
+
+@pytest.fixture
+def two_repos(tmp_path: Path) -> tuple[Path, Path]:
+    here, there = tmp_path / "here", tmp_path / "conf" / "there"
+    for root, name in ((here, "here.py"), (there, "there.py")):
+        root.mkdir(parents=True)
+        (root / name).write_text("print('hi')\n")
+    (tmp_path / "conf" / "policy.toml").write_text('[workspace]\nroot = "there"\n')
+    return here, there
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "served"),
+    [
+        pytest.param(["--root", "{there}"], {}, "there.py", id="root-flag"),
+        pytest.param([], {}, "here.py", id="current-directory"),
+        pytest.param(["--config", "{conf}/policy.toml"], {}, "there.py", id="root-from-config"),
+        pytest.param([], {"REPO_SANDBOX_WORKSPACE_ROOT": "{there}"}, "there.py", id="root-from-environment"),
+    ],
+)
+async def test_scripts_serve_serves_the_repository_it_is_given_over_stdio(
+    two_repos: tuple[Path, Path], args: list[str], env: dict[str, str], served: str
+) -> None:
+    here, there = two_repos
+
+    def fill(text: str) -> str:
+        return text.format(there=there, conf=there.parent)
+
+    params = StdioServerParameters(
+        command=str(SERVE),
+        args=[fill(arg) for arg in args],
+        env={key: fill(value) for key, value in env.items()},
+        cwd=here,
+    )
+    with anyio.fail_after(60):
+        async with Client(params, mode="auto") as client:
+            result = await client.call_tool("search_files", {"pattern": "*.py"})
+    assert isinstance(result.structured_content, dict)
+    assert result.structured_content["files"] == [served]
