@@ -7,8 +7,9 @@ import os
 import stat
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from repo_sandbox.tools._args import ToolArgs
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.tools._results import OutputMeter, ResultModel, is_presentable
 from repo_sandbox.tools._textfile import CHUNK_BYTES, SNIFF_BYTES, looks_binary
@@ -31,9 +32,7 @@ Common mistake: running `wc -l` through execute_bash over many files; this tool 
 TOP_FILES = 10
 
 
-class CountLinesArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CountLinesArgs(ToolArgs):
     path: Annotated[str, Field(description="File or directory, relative to the root.", examples=[".", "src"])] = "."
     pattern: Annotated[
         str | None,
