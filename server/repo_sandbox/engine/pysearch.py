@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import regex
 
-from repo_sandbox.engine.dialect import bytes_safe, check_dialect
+from repo_sandbox.engine.dialect import PatternInfo, bytes_safe, check_dialect
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 
@@ -163,8 +163,8 @@ class Query:
     @classmethod
     def compile(cls, pattern: str, *, fixed_strings: bool, case_sensitive: bool, multiline: bool) -> Query:
         """Raises: InvalidRegexError for syntax outside the dialect, too large, or that does not compile."""
-        matches_newline = "\n" in pattern if fixed_strings else check_dialect(pattern).matches_newline
-        if matches_newline and not multiline:
+        info = PatternInfo(matches_newline="\n" in pattern) if fixed_strings else check_dialect(pattern)
+        if info.matches_newline and not multiline:
             raise InvalidRegexError(
                 "The pattern contains a line break, which cannot match within one line.",
                 hint="Set multiline=true to let matches span lines.",
@@ -174,6 +174,9 @@ class Query:
         if fixed_strings:
             source = regex.escape(pattern)
         flags = regex.MULTILINE | regex.VERSION0
+        if info.class_sets:  # VERSION1 reads them as Rust does; `(?-f)`: its full case folding stays off
+            flags = regex.MULTILINE | regex.VERSION1
+            source = "(?-f)" + source
         if not case_sensitive:
             flags |= regex.IGNORECASE  # simple case folding, as ripgrep (no 'ß' == 'SS')
         try:
