@@ -103,6 +103,12 @@ async def test_integral_numbers_mean_the_same_as_integers(client: Client) -> Non
     assert as_float == as_int and (as_int["start_line"], as_int["end_line"]) == (4, 5)
 
 
+async def test_descriptions_say_when_to_use_the_tool_with_an_example_and_a_common_mistake(client: Client) -> None:
+    for tool in (await tools_of(client)).values():
+        description = tool.description or ""
+        assert "Use it" in description and "Example: {" in description and "Common mistake: " in description
+
+
 # -- published defaults and bounds -----------------------------------------------------------------
 
 

@@ -17,7 +17,8 @@ from repo_sandbox.tools._walk import FileEntry, Walk
 from repo_sandbox.tree import facts
 from repo_sandbox.workspace import Workspace
 
-DESCRIPTION = """Count lines of code in a file or a directory tree, like `wc -l` but jailed and filtered.
+DESCRIPTION = """Count lines of code in a file or a directory tree, like `wc -l` but jailed and filtered. Use it
+to size up a repository or a directory, or to see how long a file is before reading it.
 
 Returns total lines, files and bytes, a breakdown by file extension and the 10 largest files. A line is
 what an editor shows: newlines, plus one when a non-empty file does not end with a newline. Binary files

@@ -14,7 +14,8 @@ from repo_sandbox.tools._results import OutputMeter, Paged, is_presentable, page
 from repo_sandbox.tree.walk import file_runs
 from repo_sandbox.workspace import Workspace
 
-DESCRIPTION = """Find files in the repository by glob pattern; returns paths relative to the root.
+DESCRIPTION = """Find files in the repository by glob pattern; returns paths relative to the root. Use it to
+locate files by name or extension before reading or searching them.
 
 Globs work as in ripgrep/.gitignore: `*` and `?` stay within one directory, `**` spans directories,
 `[abc]` and `{py,pyi}` are supported. A pattern without `/` matches the file name at any depth, so

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from repo_sandbox.runtime.pipeline import CallContext
 
 DESCRIPTION = """Search file contents with a regular expression (or a literal string); like ripgrep, jailed.
+Use it to find where a name is defined or used, or which files mention something.
 
 Regex syntax is Rust/ripgrep's: no backreferences, no look-around. Each result is a matching line with
 its path and 1-based line number, optionally with `context` lines around it. `output_mode` can instead
