@@ -35,6 +35,7 @@ from repo_sandbox.workspace import Workspace
 
 if TYPE_CHECKING:
     from repo_sandbox import resources
+    from repo_sandbox.config.model import Settings
     from repo_sandbox.handlers import ToolHandlers
     from repo_sandbox.runtime.clock import Clock
     from repo_sandbox.runtime.pipeline import CallOutcome
@@ -100,13 +101,14 @@ class SessionIds:
             del self._ids[key]
 
 
-def mcp_tool(spec: ToolSpec) -> Tool:
-    """The MCP tool definition: description, input/output schemas and annotations."""
+def mcp_tool(spec: ToolSpec, settings: Settings | None = None) -> Tool:
+    """The MCP tool definition: description, input/output schemas and annotations; the input schema shows
+    the defaults and bounds of the operator's `settings` (None: the built-in ones)."""
     return Tool(
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        input_schema=spec.input_schema(),
+        input_schema=spec.input_schema(settings),
         output_schema=spec.output_schema(),
         annotations=ToolAnnotations(
             title=spec.title,

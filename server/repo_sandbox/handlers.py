@@ -35,6 +35,7 @@ class ToolHandlers:
         bus: InMemorySubscriptionBus,
         session_of: Callable[[ServerRequestContext[Any]], str],
     ) -> None:
+        self.workspace = workspace
         self.loop = AgentLoopState.from_workspace(workspace, clock)
         self.pipeline = build_pipeline(workspace, self.loop)
         self._bus = bus
@@ -42,7 +43,7 @@ class ToolHandlers:
 
     @functools.cached_property
     def definitions(self) -> list[Tool]:
-        return [mcp_tool(spec) for spec in TOOLS]
+        return [mcp_tool(spec, self.workspace.settings) for spec in TOOLS]
 
     @functools.cached_property
     def input_schemas(self) -> dict[str, dict[str, Any]]:

@@ -162,3 +162,22 @@ def test_overlong_patterns_are_refused() -> None:
 )
 def test_the_scan_reports_a_literal_line_break_outside_classes(pattern: str, matches_newline: bool) -> None:
     assert check_dialect(pattern).matches_newline is matches_newline
+
+
+@pytest.mark.parametrize(
+    ("pattern", "class_sets"),
+    [
+        ("[a-z&&[^aeiou]]", True),
+        ("[a-d--b]", True),
+        ("[a~~b]", True),
+        ("[a[bc]]", True),
+        ("[[:alpha:]]+", False),
+        ("[]a]", False),
+        ("[^]a-]", False),
+        ("[\\[\\]]", False),
+        ("a&&b--c", False),
+        ("[a-]x[-b]", False),
+    ],
+)
+def test_the_scan_reports_nested_classes_and_class_set_operations(pattern: str, class_sets: bool) -> None:
+    assert check_dialect(pattern).class_sets is class_sets

@@ -129,6 +129,14 @@ def test_an_expired_deadline_stops_the_next_file_too() -> None:
         ("foo|bar", None),
         ("(?i)todo", None),
         ("[ab]cd", None),
+        # escapes spelling a code point or a property: their digits and names are not text of the match
+        (r"\x41BC", "BC"),
+        (r"\u263A smile", " smile"),
+        (r"caf\u00e9", "caf"),
+        (r"\U0001F389party", "party"),
+        (r"\p{Greek}abc", "abc"),
+        (r"\pLab", "ab"),
+        (r"\tab", "ab"),
     ],
 )
 def test_the_prefilter_literal_is_text_every_match_contains(pattern: str, literal: str | None) -> None:

@@ -443,6 +443,20 @@ async def test_search_text_invalid_glob_is_invalid_glob(client: Client) -> None:
     assert (await call_error(client, "search_text", {"pattern": "a", "glob": "*.{py"}))["code"] == "invalid_glob"
 
 
+@pytest.mark.parametrize("pattern", ["\\u263A smile", "\\x41BC", "caf\\u00e9", "\\U0001F389 party"])
+@pytest.mark.parametrize("engine", ["ripgrep", "python"])
+async def test_search_text_code_point_escapes_match_in_a_file_and_in_a_tree(
+    tmp_path: Path, pattern: str, engine: str
+) -> None:
+    """A named file and a multiline search go to the Python engine whatever the settings: its prefilter
+    once took the hex digits of `\\u263A` for text the line must contain, and found nothing."""
+    write(tmp_path / "marks.txt", "\u263a smile\nABC\ncaf\u00e9\n\U0001f389 party\nnothing\n")
+    async with connect(tmp_path, "legacy", search={"engine": engine}) as client:
+        for arguments in ({}, {"path": "marks.txt"}, {"multiline": True}):
+            result = await call_ok(client, "search_text", {"pattern": pattern, **arguments})
+            assert result["total_matches"] == 1, arguments
+
+
 # -- limits ---------------------------------------------------------------------------------------
 
 

@@ -34,6 +34,9 @@ class PatternInfo:
 
     matches_newline: bool
     """A literal line break (`\\n` or the character itself) outside a character class."""
+    class_sets: bool = False
+    """A class nested in a class or a class set operation (`[a-z&&[^aeiou]]`, `--`, `~~`): Rust's syntax, which
+    the `regex` module reads the same way only in its VERSION1 mode (VERSION0 takes them as literal text)."""
 
 
 def _refuse(pattern: str, construct: str, position: int, hint: str | None = None) -> InvalidRegexError:
@@ -69,6 +72,7 @@ class _Scanner:
         self.pattern = pattern
         self.frames = [_Frame()]
         self.matches_newline = False
+        self.class_sets = False
 
     def escape(self, i: int, *, in_class: bool) -> int:
         """Check the escape at `i` (the backslash); returns the index after it."""
@@ -87,26 +91,42 @@ class _Scanner:
         return i + 2
 
     def char_class(self, i: int) -> int:
-        """Skip the class starting at `i` (the '['); returns the index after its ']'."""
+        """Skip the class starting at `i` (the '['), and the classes nested in it; returns the index after
+        its ']'. Notes nesting and set operations (`class_sets`)."""
         p = self.pattern
         n = len(p)
-        i += 1
-        if i < n and p[i] == "^":
-            i += 1
-        if i < n and p[i] == "]":
-            i += 1  # a leading ']' is literal
+        i = self._class_start(i)
+        depth = 1
         while i < n:
             ch = p[i]
             if ch == "\\":
                 i = self.escape(i, in_class=True)
-            elif ch == "[" and p.startswith("[:", i):
-                end = p.find(":]", i + 2)
-                i = end + 2 if end != -1 else i + 1
+            elif ch == "[" and p.startswith("[:", i) and (end := p.find(":]", i + 2)) != -1:
+                i = end + 2
+            elif ch == "[":
+                self.class_sets = True
+                depth += 1
+                i = self._class_start(i)
             elif ch == "]":
-                return i + 1
+                depth -= 1
+                i += 1
+                if depth == 0:
+                    return i
             else:
+                if p.startswith(("&&", "--", "~~"), i):
+                    self.class_sets = True
                 i += 1
         return n
+
+    def _class_start(self, i: int) -> int:
+        """The index after the '[' at `i`, its '^' and a leading ']' (which is literal)."""
+        p = self.pattern
+        i += 1
+        if i < len(p) and p[i] == "^":
+            i += 1
+        if i < len(p) and p[i] == "]":
+            i += 1
+        return i
 
     def group(self, i: int) -> int:
         """Check the group opening at `i`; returns the index after its opening syntax."""
@@ -184,7 +204,7 @@ class _Scanner:
                 hint="Use smaller repetition counts, e.g. '\\w+' instead of '\\w{100000}'.",
                 pattern=p[:200],
             )
-        return PatternInfo(matches_newline=self.matches_newline)
+        return PatternInfo(matches_newline=self.matches_newline, class_sets=self.class_sets)
 
 
 def check_dialect(pattern: str) -> PatternInfo:

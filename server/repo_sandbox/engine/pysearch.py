@@ -6,14 +6,15 @@ Every regex call carries the remaining time budget (`regex` timeouts), so no pat
 
 from __future__ import annotations
 
+import string
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import regex
 
-from repo_sandbox.engine.dialect import bytes_safe, check_dialect
+from repo_sandbox.engine.dialect import PatternInfo, bytes_safe, check_dialect
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 
@@ -66,6 +67,25 @@ def line_anchors(pattern: str) -> str:
 _META = frozenset(".^$*+?{}[]()|\\")
 
 
+_HEX_DIGITS: Final = {"x": 2, "u": 4, "U": 8}
+"""Escapes of a code point by its number: `\\x41`, `\\u00e9`, `\\U0001F389`."""
+
+
+def _after_escape(pattern: str, i: int) -> int:
+    """The index after the escape at `i` (a backslash). `\\x41`, `\\u00e9`, `\\pL` and `\\p{Greek}` span more
+    than two characters, none of which is text of the match."""
+    letter = pattern[i + 1 : i + 2]
+    if letter and letter in "xuUpP" and pattern.startswith("{", i + 2):
+        close = pattern.find("}", i + 2)
+        return len(pattern) if close < 0 else close + 1
+    if letter in ("p", "P"):
+        return i + 3
+    end, last = i + 2, min(len(pattern), i + 2 + _HEX_DIGITS.get(letter, 0))
+    while end < last and pattern[end] in string.hexdigits:
+        end += 1
+    return end
+
+
 def required_literal(pattern: str) -> str | None:
     """A piece of text every match must contain, for a cheap byte-level prefilter; None when unsure.
 
@@ -87,7 +107,7 @@ def required_literal(pattern: str) -> str | None:
                 close = pattern.find("}", i)
                 i = len(pattern) if close < 0 else close + 1
             else:
-                i += 2 if ch == "\\" else 1
+                i = _after_escape(pattern, i) if ch == "\\" else i + 1
             continue
         if nxt in ("*", "?", "{"):
             best = max(best, "".join(run), key=len)
@@ -143,8 +163,8 @@ class Query:
     @classmethod
     def compile(cls, pattern: str, *, fixed_strings: bool, case_sensitive: bool, multiline: bool) -> Query:
         """Raises: InvalidRegexError for syntax outside the dialect, too large, or that does not compile."""
-        matches_newline = "\n" in pattern if fixed_strings else check_dialect(pattern).matches_newline
-        if matches_newline and not multiline:
+        info = PatternInfo(matches_newline="\n" in pattern) if fixed_strings else check_dialect(pattern)
+        if info.matches_newline and not multiline:
             raise InvalidRegexError(
                 "The pattern contains a line break, which cannot match within one line.",
                 hint="Set multiline=true to let matches span lines.",
@@ -154,6 +174,9 @@ class Query:
         if fixed_strings:
             source = regex.escape(pattern)
         flags = regex.MULTILINE | regex.VERSION0
+        if info.class_sets:  # VERSION1 reads them as Rust does; `(?-f)`: its full case folding stays off
+            flags = regex.MULTILINE | regex.VERSION1
+            source = "(?-f)" + source
         if not case_sensitive:
             flags |= regex.IGNORECASE  # simple case folding, as ripgrep (no 'ß' == 'SS')
         try:

@@ -7,8 +7,9 @@ import os
 import stat
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from repo_sandbox.tools._args import ToolArgs
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.tools._results import OutputMeter, ResultModel, is_presentable
 from repo_sandbox.tools._textfile import CHUNK_BYTES, SNIFF_BYTES, looks_binary
@@ -16,7 +17,8 @@ from repo_sandbox.tools._walk import FileEntry, Walk
 from repo_sandbox.tree import facts
 from repo_sandbox.workspace import Workspace
 
-DESCRIPTION = """Count lines of code in a file or a directory tree, like `wc -l` but jailed and filtered.
+DESCRIPTION = """Count lines of code in a file or a directory tree, like `wc -l` but jailed and filtered. Use it
+to size up a repository or a directory, or to see how long a file is before reading it.
 
 Returns total lines, files and bytes, a breakdown by file extension and the 10 largest files. A line is
 what an editor shows: newlines, plus one when a non-empty file does not end with a newline. Binary files
@@ -31,9 +33,7 @@ Common mistake: running `wc -l` through execute_bash over many files; this tool 
 TOP_FILES = 10
 
 
-class CountLinesArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CountLinesArgs(ToolArgs):
     path: Annotated[str, Field(description="File or directory, relative to the root.", examples=[".", "src"])] = "."
     pattern: Annotated[
         str | None,

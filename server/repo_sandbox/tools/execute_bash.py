@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from repo_sandbox.exec.service import exec_service
+from repo_sandbox.tools._args import ToolArgs
 from repo_sandbox.tools._results import ResultModel
 from repo_sandbox.workspace import Workspace
 
@@ -30,9 +31,7 @@ faster, paged and respect .gitignore. Another: `cd dir && cmd`; pass "cwd": "dir
 """
 
 
-class ExecuteBashArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ExecuteBashArgs(ToolArgs):
     command: Annotated[
         str,
         Field(
@@ -44,7 +43,11 @@ class ExecuteBashArgs(BaseModel):
     ]
     timeout: Annotated[
         float | None,
-        Field(gt=0, description="Seconds before the command is killed (default 30; the server caps it, e.g. 120)."),
+        Field(
+            gt=0,
+            description="Seconds before the command is killed (default 30; the server caps it, e.g. 120).",
+            examples=[60],
+        ),
     ] = None
     cwd: Annotated[
         str, Field(description="Directory to run in, relative to the repository root.", examples=[".", "src"])

@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from typing import Annotated, Final
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from repo_sandbox.errors import BinaryFileError, FileTooLargeError, InvalidArgumentsError
 from repo_sandbox.policy.paths import OpenedFile
+from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
 from repo_sandbox.tools._results import OutputMeter, Paged
 from repo_sandbox.tools._textfile import (
     SNIFF_BYTES,
@@ -46,15 +47,17 @@ INLINE_READ_BYTES: Final = 256 * 1024
 """Files up to this size are read on the event loop (well under a millisecond of work)."""
 
 
-class ReadFileArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReadFileArgs(ToolArgs):
     path: Annotated[
         str,
         Field(description="File path relative to the repository root.", examples=["README.md", "src/main.py"]),
     ]
-    offset: Annotated[int, Field(ge=1, description="First line to return (1-based).", examples=[1, 120])] = 1
-    limit: Annotated[int, Field(ge=1, le=5000, description="Most lines to return.", examples=[200])] = 2000
+    offset: Annotated[
+        int, Field(ge=1, description="First line to return (1-based).", examples=[1, 120]), WHOLE_NUMBER
+    ] = 1
+    limit: Annotated[int, Field(ge=1, le=5000, description="Most lines to return.", examples=[200]), WHOLE_NUMBER] = (
+        2000
+    )
     line_numbers: Annotated[bool, Field(description="Prefix each line with its number (`cat -n` format).")] = True
 
 

@@ -8,6 +8,7 @@ from typing import Any, Final, Union
 
 from pydantic import BaseModel, TypeAdapter
 
+from repo_sandbox.config.model import LimitsConfig, Settings
 from repo_sandbox.tools import ask_user, count_lines, execute_bash, read_file, search_files, search_text
 from repo_sandbox.tools._results import ToolFailure
 
@@ -30,9 +31,20 @@ class ToolSpec:
     needs_elicitation: bool = False
     """Listed only to clients that can ask their user (MCP elicitation)."""
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self, settings: Settings | None = None) -> dict[str, Any]:
+        """The argument model's JSON Schema, with the defaults and bounds the operator's `settings` decide
+        (None: the built-in defaults) written in (see `operator_properties`)."""
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
+        properties: dict[str, Any] = schema["properties"]
+        for name, published in operator_properties(settings).items():
+            if name in properties:
+                kept = {
+                    key: properties[name][key]
+                    for key in ("title", "description", "examples")
+                    if key in properties[name]
+                }
+                properties[name] = {**published, **kept}
         return schema
 
     def output_schema(self) -> dict[str, Any]:
@@ -45,6 +57,26 @@ class ToolSpec:
         schema = inline_refs(schema, schema.pop("$defs", {}))
         schema["type"] = "object"
         return schema
+
+
+def operator_properties(settings: Settings | None) -> dict[str, dict[str, Any]]:
+    """Arguments whose default or bound is the operator's setting, as their published JSON Schema.
+
+    The argument models leave these None ("the server's setting", which also admits an explicit null);
+    a client is shown the value that applies instead: `include_hidden` a boolean defaulting to
+    `workspace.include_hidden`, `timeout` a number defaulting to `limits.default_timeout_s`, at most
+    `limits.max_timeout_s`."""
+    limits = settings.limits if settings is not None else LimitsConfig()
+    include_hidden = settings.workspace.include_hidden if settings is not None else False
+    return {
+        "include_hidden": {"type": "boolean", "default": include_hidden},
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": limits.max_timeout_s,
+            "default": limits.default_timeout_s,
+        },
+    }
 
 
 def inline_refs(schema: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:

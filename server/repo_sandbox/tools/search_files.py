@@ -6,14 +6,16 @@ import re
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
 from repo_sandbox.tools._glob import Glob, compile_glob
 from repo_sandbox.tools._results import OutputMeter, Paged, is_presentable, page_offsets
 from repo_sandbox.tree.walk import file_runs
 from repo_sandbox.workspace import Workspace
 
-DESCRIPTION = """Find files in the repository by glob pattern; returns paths relative to the root.
+DESCRIPTION = """Find files in the repository by glob pattern; returns paths relative to the root. Use it to
+locate files by name or extension before reading or searching them.
 
 Globs work as in ripgrep/.gitignore: `*` and `?` stay within one directory, `**` spans directories,
 `[abc]` and `{py,pyi}` are supported. A pattern without `/` matches the file name at any depth, so
@@ -33,9 +35,7 @@ _PLAIN_JSON = re.compile(r"[ !#-\[\]-~]*")
 """Printable ASCII without '"' and '\\': characters JSON writes as themselves (one byte each)."""
 
 
-class SearchFilesArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SearchFilesArgs(ToolArgs):
     pattern: Annotated[
         str,
         Field(
@@ -46,10 +46,13 @@ class SearchFilesArgs(BaseModel):
         ),
     ]
     path: Annotated[str, Field(description="Directory to search, relative to the root.", examples=[".", "src"])] = "."
-    limit: Annotated[int, Field(ge=1, le=1000, description="Most paths to return.")] = 100
-    offset: Annotated[int, Field(ge=0, description="Number of paths to skip (for paging).")] = 0
+    limit: Annotated[int, Field(ge=1, le=1000, description="Most paths to return.", examples=[100]), WHOLE_NUMBER] = 100
+    offset: Annotated[
+        int, Field(ge=0, description="Number of paths to skip (for paging).", examples=[0, 100]), WHOLE_NUMBER
+    ] = 0
     sort: Annotated[
-        Literal["path", "modified"], Field(description="'path' (alphabetical) or 'modified' (newest first).")
+        Literal["path", "modified"],
+        Field(description="'path' (alphabetical) or 'modified' (newest first).", examples=["modified"]),
     ] = "path"
     include_hidden: Annotated[
         bool | None,

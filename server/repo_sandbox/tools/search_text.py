@@ -7,10 +7,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from repo_sandbox.engine.request import LineHit, Progress, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.select import iter_file_hits
+from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
 from repo_sandbox.tools._results import OutputMeter, Paged, ResultModel, page_offsets
 from repo_sandbox.tools._textfile import cut_text
 from repo_sandbox.workspace import Workspace
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from repo_sandbox.runtime.pipeline import CallContext
 
 DESCRIPTION = """Search file contents with a regular expression (or a literal string); like ripgrep, jailed.
+Use it to find where a name is defined or used, or which files mention something.
 
 Regex syntax is Rust/ripgrep's: no backreferences, no look-around. Each result is a matching line with
 its path and 1-based line number, optionally with `context` lines around it. `output_mode` can instead
@@ -35,9 +37,7 @@ Another: forgetting to escape regex metacharacters; set fixed_strings=true to se
 """
 
 
-class SearchTextArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SearchTextArgs(ToolArgs):
     pattern: Annotated[
         str,
         Field(
@@ -47,21 +47,38 @@ class SearchTextArgs(BaseModel):
             examples=["TODO", "fn\\s+main", "import (os|sys)"],
         ),
     ]
-    path: Annotated[str, Field(description="File or directory to search, relative to the root.")] = "."
+    path: Annotated[
+        str, Field(description="File or directory to search, relative to the root.", examples=[".", "src"])
+    ] = "."
     glob: Annotated[
         str | None,
-        Field(max_length=1000, description="Only search files matching this glob, e.g. '*.py' or 'src/**/*.ts'."),
+        Field(
+            max_length=1000,
+            description="Only search files matching this glob, e.g. '*.py' or 'src/**/*.ts'.",
+            examples=["*.py", "src/**/*.{ts,tsx}"],
+        ),
     ] = None
     fixed_strings: Annotated[bool, Field(description="Treat the pattern as literal text, not a regex.")] = False
     case_sensitive: Annotated[bool, Field(description="Match case exactly.")] = True
     multiline: Annotated[bool, Field(description="Let matches span lines ('\\n' in the pattern).")] = False
-    context: Annotated[int, Field(ge=0, le=10, description="Lines of context before and after each match.")] = 0
+    context: Annotated[
+        int, Field(ge=0, le=10, description="Lines of context before and after each match.", examples=[2]), WHOLE_NUMBER
+    ] = 0
     output_mode: Annotated[
         Literal["content", "files_with_matches", "count"],
-        Field(description="'content': matching lines; 'files_with_matches': paths only; 'count': per-file counts."),
+        Field(
+            description="'content': matching lines; 'files_with_matches': paths only; 'count': per-file counts.",
+            examples=["files_with_matches"],
+        ),
     ] = "content"
-    limit: Annotated[int, Field(ge=1, le=1000, description="Most matches (or files, or counts) to return.")] = 100
-    offset: Annotated[int, Field(ge=0, description="Number of results to skip (for paging).")] = 0
+    limit: Annotated[
+        int,
+        Field(ge=1, le=1000, description="Most matches (or files, or counts) to return.", examples=[100]),
+        WHOLE_NUMBER,
+    ] = 100
+    offset: Annotated[
+        int, Field(ge=0, description="Number of results to skip (for paging).", examples=[0, 100]), WHOLE_NUMBER
+    ] = 0
     include_hidden: Annotated[
         bool | None,
         Field(
