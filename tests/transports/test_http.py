@@ -244,6 +244,43 @@ async def test_unknown_path_is_404_without_details(served_repo: Subprocess) -> N
     assert_reveals_nothing(response.text, served_repo)
 
 
+MARKER = "caller-input-marker-7f3a"
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "request_id"),
+    [
+        pytest.param({"foo": MARKER}, -32602, None, id="no-jsonrpc-fields"),
+        pytest.param(
+            {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": MARKER}, -32602, None, id="params-string"
+        ),
+        pytest.param([MARKER, 2], -32602, None, id="array"),
+        pytest.param({"jsonrpc": "1.0", "id": 3, "method": MARKER}, -32602, None, id="wrong-version"),
+    ],
+)
+async def test_a_message_the_sdk_cannot_read_gets_a_fixed_error_not_a_validation_report(
+    served_repo: Subprocess, body: object, code: int, request_id: object
+) -> None:
+    async with http_client() as http:
+        response = await http.post(served_repo.mcp_url, content=json.dumps(body), headers=MCP_HEADERS)
+    assert response.status_code == 400
+    payload = response.json()
+    assert payload["id"] == request_id
+    assert payload["error"]["code"] == code
+    assert payload["error"]["message"].startswith("Invalid message: not a JSON-RPC 2.0 request")
+    assert MARKER not in response.text and "pydantic" not in response.text
+    assert int(response.headers["content-length"]) == len(response.content)
+    assert_reveals_nothing(response.text, served_repo)
+
+
+async def test_a_parse_error_keeps_its_position_hint(served_repo: Subprocess) -> None:
+    async with http_client() as http:
+        response = await http.post(served_repo.mcp_url, content="not json", headers=MCP_HEADERS)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32700
+    assert "column" in response.json()["error"]["message"]
+
+
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from repo_sandbox.transports.auth import BearerAuth
 from repo_sandbox.transports.drain import Drain
@@ -74,6 +74,56 @@ async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -
         prefix = "websocket.http"
     await send({"type": f"{prefix}.response.start", "status": refusal.status, "headers": headers})
     await send({"type": f"{prefix}.response.body", "body": body})
+
+
+VALIDATION_REPORT: Final = "validation error"
+"""How the SDK's 400 bodies quote pydantic's report (the caller's input, the pydantic version) to a client."""
+INVALID_MESSAGE: Final = (
+    "Invalid message: not a JSON-RPC 2.0 request, notification or response "
+    "(check 'jsonrpc', 'id' and 'method', and that 'params' is an object)."
+)
+MAX_ERROR_BODY: Final = 256 * 1024
+
+
+def without_validation_reports(send: Send) -> Send:
+    """`send`, with the message of a 400 JSON-RPC error that quotes a validation report replaced by a fixed
+    one (its code and id are kept); every other response passes through as it is."""
+    held: list[Message] = []
+    chunks: list[bytes] = []
+
+    async def sanitizing_send(message: Message) -> None:
+        if message["type"] == "http.response.start" and message.get("status") == 400:
+            held.append(message)
+            return
+        if not held or message["type"] != "http.response.body":
+            await send(message)
+            return
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+        if more and sum(map(len, chunks)) <= MAX_ERROR_BODY:
+            return
+        start, body = held.pop(), b"".join(chunks)
+        chunks.clear()
+        if not more:  # whole: rewritten if need be (an oversized body is no report, and passes on as it is)
+            body = _sanitized(body)
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            start = {**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+        await send(start)
+        await send({"type": "http.response.body", "body": body, "more_body": more})
+
+    return sanitizing_send
+
+
+def _sanitized(body: bytes) -> bytes:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return body
+    error = payload.get("error") if isinstance(payload, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str) or VALIDATION_REPORT not in message.lower():
+        return body
+    return error_body(error.get("code", -32600), INVALID_MESSAGE, payload.get("id"))
 
 
 def address_key(scope: Scope) -> str:
@@ -148,4 +198,6 @@ class Gate:
             scope = {**scope, SESSION_ID_KEY: session}
         if scope["type"] == "http" and self.send_timeout_s is not None:
             send = send_with_timeout(send, self.send_timeout_s)
+        if scope["type"] == "http":
+            send = without_validation_reports(send)
         await self.app(scope, receive, send)
