@@ -119,8 +119,9 @@ def _sanitized(body: bytes) -> bytes:
         payload = json.loads(body)
     except ValueError:
         return body
-    error = payload.get("error") if isinstance(payload, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(payload, dict) or not isinstance(error := payload.get("error"), dict):
+        return body
+    message = error.get("message")
     if not isinstance(message, str) or VALIDATION_REPORT not in message.lower():
         return body
     return error_body(error.get("code", -32600), INVALID_MESSAGE, payload.get("id"))
