@@ -16,6 +16,7 @@ from repo_sandbox import __version__
 from repo_sandbox.app import POLICY_URI
 from repo_sandbox.engine.select import report as search_report
 from repo_sandbox.runtime.assembly import AgentLoopState
+from repo_sandbox.runtime.budget import EXEC_TOOL
 from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
@@ -37,12 +38,13 @@ def exec_report(workspace: Workspace, *, programs: bool = False) -> dict[str, An
     return exec_service(workspace).report(programs=programs)
 
 
-def _tools(caller: Caller) -> list[dict[str, Any]]:
+def _tools(workspace: Workspace, caller: Caller) -> list[dict[str, Any]]:
+    exec_enabled = workspace.settings.exec.enabled
     return [
         {
             "name": spec.name,
             "read_only": spec.read_only,
-            "available": caller.can_elicit or not spec.needs_elicitation,
+            "available": (caller.can_elicit or not spec.needs_elicitation) and (exec_enabled or spec.name != EXEC_TOOL),
         }
         for spec in TOOLS
     ]
@@ -68,7 +70,7 @@ def policy_document(workspace: Workspace, caller: Caller, exec_entry: dict[str, 
     """`exec_entry`: `exec_report(workspace, programs=True)`, computed off the event loop."""
     settings = workspace.settings
     return {
-        "tools": _tools(caller),
+        "tools": _tools(workspace, caller),
         "paths": _paths(workspace),
         "limits": settings.limits.model_dump(mode="json"),
         "exec": exec_entry,

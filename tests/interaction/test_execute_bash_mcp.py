@@ -95,6 +95,23 @@ async def test_timeout_error_carries_partial_output(client: Client) -> None:
     error = result.structured_content["error"]
     assert (error["code"], error["category"]) == ("timeout", "limit_exceeded")
     assert error["details"]["stdout"] == "started\n"
+    assert (error["details"]["stdout_truncated"], error["details"]["stderr_truncated"]) == (False, False)
+
+
+async def test_timeout_error_says_when_its_partial_output_was_cut(client: Client) -> None:
+    missing = " ".join(f"missing-{n:02d}-{'x' * 120}" for n in range(40))  # ~6 KB of "No such file" on stderr
+    command = (
+        f"cat {missing} | awk 'BEGIN{{for (i = 0; i < 3000; i++) print i, \"{'y' * 40}\"; fflush(); while (1) {{}}}}'"
+    )
+    with anyio.fail_after(20):
+        result = await client.call_tool("execute_bash", {"command": command, "timeout": 1})
+    assert result.structured_content is not None
+    error = result.structured_content["error"]
+    assert error["code"] == "timeout"
+    details = error["details"]
+    assert (details["stdout_truncated"], details["stderr_truncated"]) == (True, True)
+    assert details["stdout"].startswith("0 y") and details["stdout"].endswith(f"2999 {'y' * 40}\n")
+    assert details["stderr"].startswith("cat: missing-00-") and "omitted by repo-sandbox" in details["stderr"]
 
 
 def test_cli_call_runs_execute_bash(project: Path) -> None:
