@@ -2,7 +2,7 @@
 
 policy: what the operator allows, so the agent need not probe (tools, path rules, limits, exec, guard, budget).
 status: the same in brief plus the live state of the *calling* session: its circuits, its budget, its
-per-tool calls/errors/time (the source documents' tool stats), and the server-wide stats.
+per-tool calls/errors/time (the source documents' tool stats), the server-wide stats and the audit trail's health.
 The deny-list itself is not revealed (only that it exists and what it covers by default).
 """
 
@@ -86,6 +86,12 @@ def policy_document(workspace: Workspace, caller: Caller, exec_entry: dict[str, 
     }
 
 
+def _audit(workspace: Workspace) -> dict[str, Any]:
+    """The audit trail's state; not its file path or last error text, which name places on the host."""
+    health = workspace.audit.health()
+    return {key: value for key, value in health.items() if key not in ("path", "last_error")}
+
+
 def status_document(
     workspace: Workspace, loop: AgentLoopState, caller: Caller, exec_entry: dict[str, Any]
 ) -> dict[str, Any]:
@@ -106,6 +112,7 @@ def status_document(
         "budget": {"config": settings.budget.model_dump(mode="json"), **loop.budget.snapshot(caller.session_id)},
         "tools": stats["session"],
         "server_tools": stats["server"],
+        "audit": _audit(workspace),
     }
 
 

@@ -74,7 +74,7 @@ async def started(matches: Callable[[list[str]], bool]) -> list[int]:
 
 async def gone(pids: list[int]) -> None:
     with anyio.fail_after(3):  # far less than the work would take: only the cancellation can have ended it
-        while any(alive(pid) for pid in pids):
+        while any(alive(pid) for pid in pids):  # noqa: ASYNC110  # no event to wait on: the kernel reaps them
             await anyio.sleep(0.01)
 
 
