@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -121,3 +122,21 @@ def test_cli_call_runs_execute_bash(project: Path) -> None:
         capture_output=True, check=True, timeout=60,
     )  # fmt: skip
     assert b'"stdout": "two\\n"' in completed.stdout
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_output_of_control_characters_stays_within_the_smallest_output_limit(
+    project: Path, make_workspace: Any, mode: str
+) -> None:
+    """Each control character costs 6 bytes once JSON-escaped: both streams are cut to fit, and say so."""
+    ws = make_workspace(project, limits={"max_output_bytes": 4096})
+    command = """jq -rn '("\\u0001" * 100000), ("\\u0002" * 100000 | error)'"""
+    async with Client(build_server(ws), mode=mode) as client:
+        with anyio.fail_after(20):
+            result = await client.call_tool("execute_bash", {"command": command})
+    assert result.structured_content is not None
+    content = result.structured_content
+    assert len(json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()) <= 4096
+    assert (content["exit_code"], content["stdout_truncated"], content["stderr_truncated"]) == (5, True, True)
+    assert content["stdout"].startswith("\x01") and "omitted by repo-sandbox" in content["stdout"]
+    assert content["stderr"].startswith("jq: error") and "omitted by repo-sandbox" in content["stderr"]
