@@ -97,6 +97,7 @@ async def test_cancelling_execute_bash_kills_its_command_and_the_session_goes_on
     (tmp_path / "repo").mkdir()
     exec_config = {"allow": [*DEFAULT_ALLOW, "sleep"], "rules": {"sleep": {"operands": "strings"}}}
     workspace = open_workspace(tmp_path / "repo", exec=exec_config)
+    sleeping: list[int] = []
     async with Client(build_server(workspace), mode=era) as client:
         async with anyio.create_task_group() as group:
             group.start_soon(client.call_tool, "execute_bash", {"command": "sleep 97", "timeout": 120})
@@ -117,13 +118,14 @@ async def test_a_long_search_reports_progress_and_cancelling_it_kills_its_rg(
     for name in ("a.txt", "b.txt"):  # two files: a single file is searched by the Python engine
         (root / name).write_text(SLOW_TEXT * 130)
     workspace = open_workspace(root, search={"engine": "ripgrep"}, limits={"regex_timeout_s": 120})
-    progress: list[str | None] = []
+    messages: list[str | None] = []
     reported = anyio.Event()
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(message)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
         reported.set()
 
+    searching: list[int] = []
     async with Client(build_server(workspace), mode=era) as client:
         async with anyio.create_task_group() as group:
             group.start_soon(
@@ -137,6 +139,6 @@ async def test_a_long_search_reports_progress_and_cancelling_it_kills_its_rg(
         await gone(searching)
         with anyio.fail_after(10):
             result = await client.call_tool("search_text", {"pattern": "délta", "output_mode": "count"})
-    assert progress and all(message is not None and message.endswith("files examined") for message in progress)
+    assert messages and all(message is not None and message.endswith("files examined") for message in messages)
     assert result.structured_content is not None
     assert result.structured_content["counts"] == [{"path": "a.txt", "count": 130}, {"path": "b.txt", "count": 130}]
