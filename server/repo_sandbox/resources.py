@@ -2,7 +2,7 @@
 
 policy: what the operator allows, so the agent need not probe (tools, path rules, limits, exec, guard, budget).
 status: the same in brief plus the live state of the *calling* session: its circuits, its budget, its
-per-tool calls/errors/time (the source documents' tool stats), and the server-wide stats.
+per-tool calls/errors/time (the source documents' tool stats), the server-wide stats and the audit trail's health.
 The deny-list itself is not revealed (only that it exists and what it covers by default).
 """
 
@@ -16,6 +16,7 @@ from repo_sandbox import __version__
 from repo_sandbox.app import POLICY_URI
 from repo_sandbox.engine.select import report as search_report
 from repo_sandbox.runtime.assembly import AgentLoopState
+from repo_sandbox.runtime.budget import EXEC_TOOL
 from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
@@ -37,12 +38,13 @@ def exec_report(workspace: Workspace, *, programs: bool = False) -> dict[str, An
     return exec_service(workspace).report(programs=programs)
 
 
-def _tools(caller: Caller) -> list[dict[str, Any]]:
+def _tools(workspace: Workspace, caller: Caller) -> list[dict[str, Any]]:
+    exec_enabled = workspace.settings.exec.enabled
     return [
         {
             "name": spec.name,
             "read_only": spec.read_only,
-            "available": caller.can_elicit or not spec.needs_elicitation,
+            "available": (caller.can_elicit or not spec.needs_elicitation) and (exec_enabled or spec.name != EXEC_TOOL),
         }
         for spec in TOOLS
     ]
@@ -68,7 +70,7 @@ def policy_document(workspace: Workspace, caller: Caller, exec_entry: dict[str, 
     """`exec_entry`: `exec_report(workspace, programs=True)`, computed off the event loop."""
     settings = workspace.settings
     return {
-        "tools": _tools(caller),
+        "tools": _tools(workspace, caller),
         "paths": _paths(workspace),
         "limits": settings.limits.model_dump(mode="json"),
         "exec": exec_entry,
@@ -82,6 +84,12 @@ def policy_document(workspace: Workspace, caller: Caller, exec_entry: dict[str, 
             else "This client cannot ask its user, so commands that need approval are refused (approval_required).",
         },
     }
+
+
+def _audit(workspace: Workspace) -> dict[str, Any]:
+    """The audit trail's state; not its file path or last error text, which name places on the host."""
+    health = workspace.audit.health()
+    return {key: value for key, value in health.items() if key not in ("path", "last_error")}
 
 
 def status_document(
@@ -104,6 +112,7 @@ def status_document(
         "budget": {"config": settings.budget.model_dump(mode="json"), **loop.budget.snapshot(caller.session_id)},
         "tools": stats["session"],
         "server_tools": stats["server"],
+        "audit": _audit(workspace),
     }
 
 

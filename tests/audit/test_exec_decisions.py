@@ -12,6 +12,7 @@ import pytest
 from mcp.types import ElicitResult
 
 from repo_sandbox.app import build_server
+from repo_sandbox.audit.view import compute_stats
 from repo_sandbox.config.exec_model import DEFAULT_ALLOW
 from repo_sandbox.exec import sandbox as sandbox_module
 from repo_sandbox.exec import selection as selection_module
@@ -37,11 +38,14 @@ def audited(repo: Path, make_settings: Callable[..., Any], tmp_path: Path) -> It
         workspace.close()
 
 
-def decisions(workspace: Workspace) -> list[dict[str, Any]]:
+def events(workspace: Workspace) -> list[dict[str, Any]]:
     assert workspace.audit.flush(5)
     path = Path(workspace.settings.audit.path)
-    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return [event for event in events if event["event"] == "policy_decision"]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def decisions(workspace: Workspace) -> list[dict[str, Any]]:
+    return [event for event in events(workspace) if event["event"] == "policy_decision"]
 
 
 def summary(events: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
@@ -104,6 +108,13 @@ async def test_modern_era_approval_is_audited_when_asked_and_when_answered(audit
         ("approval_asked", "ask", "exec.ask"),
         ("approval_granted", "allow", "exec.ask"),
     ]
+    # one tool_call event per round: the paused one says it paused (not that the client cancelled it)
+    calls = [event for event in events(workspace) if event["event"] == "tool_call"]
+    assert [(event["tool"], event["outcome"]) for event in calls] == [
+        ("execute_bash", "input_required"),
+        ("execute_bash", "ok"),
+    ]
+    assert compute_stats(calls)["per_tool"]["execute_bash"]["calls"] == 1
 
 
 async def test_sandbox_fallback_is_audited_once(

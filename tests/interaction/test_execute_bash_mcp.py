@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -95,6 +96,23 @@ async def test_timeout_error_carries_partial_output(client: Client) -> None:
     error = result.structured_content["error"]
     assert (error["code"], error["category"]) == ("timeout", "limit_exceeded")
     assert error["details"]["stdout"] == "started\n"
+    assert (error["details"]["stdout_truncated"], error["details"]["stderr_truncated"]) == (False, False)
+
+
+async def test_timeout_error_says_when_its_partial_output_was_cut(client: Client) -> None:
+    missing = " ".join(f"missing-{n:02d}-{'x' * 120}" for n in range(40))  # ~6 KB of "No such file" on stderr
+    command = (
+        f"cat {missing} | awk 'BEGIN{{for (i = 0; i < 3000; i++) print i, \"{'y' * 40}\"; fflush(); while (1) {{}}}}'"
+    )
+    with anyio.fail_after(20):
+        result = await client.call_tool("execute_bash", {"command": command, "timeout": 1})
+    assert result.structured_content is not None
+    error = result.structured_content["error"]
+    assert error["code"] == "timeout"
+    details = error["details"]
+    assert (details["stdout_truncated"], details["stderr_truncated"]) == (True, True)
+    assert details["stdout"].startswith("0 y") and details["stdout"].endswith(f"2999 {'y' * 40}\n")
+    assert details["stderr"].startswith("cat: missing-00-") and "omitted by repo-sandbox" in details["stderr"]
 
 
 def test_cli_call_runs_execute_bash(project: Path) -> None:
@@ -104,3 +122,21 @@ def test_cli_call_runs_execute_bash(project: Path) -> None:
         capture_output=True, check=True, timeout=60,
     )  # fmt: skip
     assert b'"stdout": "two\\n"' in completed.stdout
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_output_of_control_characters_stays_within_the_smallest_output_limit(
+    project: Path, make_workspace: Any, mode: str
+) -> None:
+    """Each control character costs 6 bytes once JSON-escaped: both streams are cut to fit, and say so."""
+    ws = make_workspace(project, limits={"max_output_bytes": 4096})
+    command = """jq -rn '("\\u0001" * 100000), ("\\u0002" * 100000 | error)'"""
+    async with Client(build_server(ws), mode=mode) as client:
+        with anyio.fail_after(20):
+            result = await client.call_tool("execute_bash", {"command": command})
+    assert result.structured_content is not None
+    content = result.structured_content
+    assert len(json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()) <= 4096
+    assert (content["exit_code"], content["stdout_truncated"], content["stderr_truncated"]) == (5, True, True)
+    assert content["stdout"].startswith("\x01") and "omitted by repo-sandbox" in content["stdout"]
+    assert content["stderr"].startswith("jq: error") and "omitted by repo-sandbox" in content["stderr"]

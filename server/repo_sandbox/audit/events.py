@@ -77,7 +77,8 @@ def render_json(event: EventDict) -> str:
     return json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-Outcome = Literal["ok", "error", "cancelled"]
+Outcome = Literal["ok", "error", "cancelled", "input_required"]
+"""`input_required`: a 2026-07-28 round that paused for the user's answer; the retry is a call of its own."""
 
 
 def call_event(

@@ -19,9 +19,10 @@ from typing import Any
 
 import anyio
 
-from repo_sandbox.audit.events import CURRENT_CALL, CallScope
+from repo_sandbox.audit.events import CURRENT_CALL, CallScope, Outcome
 from repo_sandbox.audit.log import AuditLog
 from repo_sandbox.audit.output import OUTPUT_MASKERS, TextMasker, mask_error, mask_strings
+from repo_sandbox.runtime.elicitation import InputRequired
 from repo_sandbox.runtime.pipeline import CallOutcome, Handler, ToolCall
 from repo_sandbox.tools.registry import TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace
@@ -38,6 +39,9 @@ class AuditStage:
         token = CURRENT_CALL.set(scope)
         try:
             outcome = await call_next(call)
+        except InputRequired:
+            self._record(call, None, ended="input_required")
+            raise
         except BaseException:
             self._record(call, None)
             raise
@@ -46,15 +50,17 @@ class AuditStage:
         self._record(call, outcome)
         return outcome
 
-    def _record(self, call: ToolCall, outcome: CallOutcome | None) -> None:
+    def _record(self, call: ToolCall, outcome: CallOutcome | None, ended: Outcome = "cancelled") -> None:
+        """`ended`: why a call without an outcome stopped (the client gave up or the server is shutting
+        down; or, 2026-07-28, it paused for the user's answer)."""
         try:
-            if outcome is None:  # cancelled: the client gave up, or the server is shutting down
+            if outcome is None:
                 self.audit.record_call(
                     session=call.context.session_id,
                     request_id=call.context.request_id,
                     tool=call.tool,
                     arguments=call.arguments,
-                    outcome="cancelled",
+                    outcome=ended,
                     duration_ms=(time.perf_counter() - call.started) * 1000,
                     output_bytes=0,
                 )

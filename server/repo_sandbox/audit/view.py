@@ -88,6 +88,8 @@ def compute_stats(events: Sequence[Event], unreadable: int = 0, *, slowest: int 
     durations: dict[str, list[float]] = defaultdict(list)
     per_tool: dict[str, dict[str, Any]] = {}
     for event in calls:
+        if event.get("outcome") == "input_required":  # the paused round of a call whose retry is counted
+            continue
         tool = str(event.get("tool"))
         row = per_tool.setdefault(tool, {"calls": 0, "errors": 0, "output_bytes": 0})
         row["calls"] += 1

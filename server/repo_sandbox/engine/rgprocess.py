@@ -5,22 +5,27 @@ hidden/ignore settings and deny-list globs as flags, never `--follow`; the patte
 the path after `--`, so neither can ever be read as a flag. rg starts in the directory the jail opened
 (through /proc/self/fd, so a directory swapped for a symlink after the check changes nothing), with an
 environment built from scratch, by the Landlock-confined launcher (`engine.confine`). Output is `--null`
-separated; `close()` kills the process (only it).
+separated; `close()` kills the process (only it). A read that waits for output wakes every `POLL_S` to see
+whether the search was cancelled, so a cancelled search never waits for a silent rg to print or finish.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import select
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
 from repo_sandbox.engine.confine import Launcher
-from repo_sandbox.engine.request import SearchRequest
+from repo_sandbox.engine.request import SearchCancelled, SearchRequest
 from repo_sandbox.engine.ripgrep import Ripgrep, clean_env
 
 READ_BYTES: Final = 256 * 1024
+POLL_S: Final = 0.05
+"""How often a read that waits for rg's output checks whether the search was cancelled."""
 _LINE_PREFIX = re.compile(rb"(\d+)([:-])")
 _BINARY_NOTICE = re.compile(
     rb"(.*): (?:WARNING: stopped searching binary file after match|binary file matches) "
@@ -106,19 +111,38 @@ class FileOutput:
 class RgProcess:
     """A running rg; iterate `files()`, then check `failed`. Always `close()`."""
 
-    def __init__(self, argv: list[str], dir_fd: int, launcher: Launcher, *, count_only: bool) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        dir_fd: int,
+        launcher: Launcher,
+        *,
+        count_only: bool,
+        cancel: threading.Event | None = None,
+    ) -> None:
         self.count_only = count_only
         self.bytes_read = 0
         self._stderr = b""
+        self._cancel = cancel
         self.proc = launcher.popen(argv, cwd=f"/proc/self/fd/{dir_fd}", env=clean_env())
+
+    def _read(self, fd: int, poller: select.poll) -> bytes:
+        """The next bytes of output (b"" at the end). Raises: SearchCancelled while waiting for them."""
+        if self._cancel is not None:
+            while not poller.poll(POLL_S * 1000):
+                if self._cancel.is_set():
+                    raise SearchCancelled
+        return os.read(fd, READ_BYTES)
 
     def _chunks(self) -> Iterator[bytes]:
         stdout = self.proc.stdout
         assert stdout is not None
         fd = stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
         rest = b""
         while True:
-            chunk = os.read(fd, READ_BYTES)
+            chunk = self._read(fd, poller)
             if not chunk:
                 break
             self.bytes_read += len(chunk)

@@ -90,7 +90,9 @@ class _Search:
         self._stop_process()
         argv = build_argv(self.rg, self.request, options)
         try:
-            self.process = RgProcess(argv, self.dir_fd, self.launcher, count_only=options.count_only)
+            self.process = RgProcess(
+                argv, self.dir_fd, self.launcher, count_only=options.count_only, cancel=self.cancel
+            )
         except OSError as exc:  # rg vanished, or cannot start under its confinement
             raise _Fallback(str(exc)) from exc
         return self.process

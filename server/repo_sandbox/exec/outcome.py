@@ -18,6 +18,11 @@ LANDLOCK_NOTE: Final = (
     "be listed, and protected files cannot be read; list or search a subdirectory, or use search_files]\n"
 )
 """Added to stderr when a program met a Landlock refusal, so the agent knows it is not a transient error."""
+MIN_KEPT_CHARS: Final = 256
+"""A stream is not cut below this many characters to fit the output limit (the fixed fields' reserve covers it)."""
+TIMEOUT_STDOUT_CHARS: Final = 8192
+TIMEOUT_STDERR_CHARS: Final = 4096
+"""The partial output a `timeout` error carries (head and tail; its `*_truncated` details say when cut)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,22 +52,30 @@ def shape_outcome(result: RunResult, backend: Backend, timeout_s: float, max_out
     """
     stdout, stderr = result.stdout.text(), result.stderr.text()
     stdout_cut = result.stdout.truncated or result.flooded
+    stderr_cut = result.stderr.truncated
     budget = max_output_bytes - 2 * OutputMeter.RESERVE
-    while OutputMeter.cost(stdout) + OutputMeter.cost(stderr) > budget and len(stdout) > 256:
+    while OutputMeter.cost(stdout) + OutputMeter.cost(stderr) > budget and len(stdout) > MIN_KEPT_CHARS:
         stdout, _ = fit_text(stdout, len(stdout) * 3 // 4)
         stdout_cut = True
+    # stderr's byte cap can still be too much once JSON-escaped (control characters cost 6 bytes each)
+    while OutputMeter.cost(stdout) + OutputMeter.cost(stderr) > budget and len(stderr) > MIN_KEPT_CHARS:
+        stderr, _ = fit_text(stderr, len(stderr) * 3 // 4)
+        stderr_cut = True
     if result.flooded:
         stderr += f"\n[repo-sandbox: the command wrote more than {DRAIN_LIMIT} bytes and was stopped]\n"
     if backend is Backend.LANDLOCK and "Permission denied" in stderr:
         stderr += LANDLOCK_NOTE
     if result.timed_out:
+        stdout, stdout_fitted = fit_text(stdout, TIMEOUT_STDOUT_CHARS)
+        stderr, stderr_fitted = fit_text(stderr, TIMEOUT_STDERR_CHARS)
         raise TimeoutExceededError(
             f"The command did not finish within {timeout_s:g} s and was killed.",
             hint="Pass a larger timeout (up to the server's maximum) or narrow the command.",
             timeout_s=timeout_s,
-            stdout=fit_text(stdout, 8192)[0],
-            stderr=fit_text(stderr, 4096)[0],
-            stdout_truncated=True,
+            stdout=stdout,
+            stderr=stderr,
+            stdout_truncated=stdout_cut or stdout_fitted,
+            stderr_truncated=stderr_cut or stderr_fitted,
             duration_ms=round(result.duration_ms, 1),
             sandbox=str(backend),
         )
@@ -71,7 +84,7 @@ def shape_outcome(result: RunResult, backend: Backend, timeout_s: float, max_out
         stdout=stdout,
         stderr=stderr,
         stdout_truncated=stdout_cut,
-        stderr_truncated=result.stderr.truncated,
+        stderr_truncated=stderr_cut,
         duration_ms=round(result.duration_ms, 1),
         sandbox=str(backend),
     )

@@ -146,13 +146,16 @@ def invalid_arguments_from(exc: ValidationError, tool: str) -> InvalidArgumentsE
     )
 
 
-def resolve_spec(tool: str) -> ToolSpec:
-    """Raises: InvalidArgumentsError for an unknown tool."""
+def resolve_spec(tool: str, context: CallContext) -> ToolSpec:
+    """Raises: InvalidArgumentsError for an unknown tool, naming the tools this caller is offered."""
     spec = TOOLS_BY_NAME.get(tool)
     if spec is None:
-        raise InvalidArgumentsError(
-            f"Unknown tool '{tool}'.", hint=f"Use one of: {', '.join(sorted(TOOLS_BY_NAME))}.", tool=tool
+        from repo_sandbox.runtime.elicitation import ELICIT  # loads the MCP types; only for this mistake
+
+        offered = sorted(
+            name for name, s in TOOLS_BY_NAME.items() if ELICIT in context.extras or not s.needs_elicitation
         )
+        raise InvalidArgumentsError(f"Unknown tool '{tool}'.", hint=f"Use one of: {', '.join(offered)}.", tool=tool)
     return spec
 
 
@@ -173,7 +176,7 @@ async def run_tool(workspace: Workspace, call: ToolCall) -> dict[str, Any]:
 
     Synchronous bodies run in a worker thread; `async def` bodies also receive the call context.
     """
-    spec = resolve_spec(call.tool)
+    spec = resolve_spec(call.tool, call.context)
     args = validate_arguments(spec, call.arguments)
     if inspect.iscoroutinefunction(spec.body):
         result = await spec.body(workspace, args, call.context)

@@ -44,11 +44,15 @@ async def test_ask_user_is_listed_only_to_clients_that_can_elicit(make_server: S
         assert "ask_user" in await asking.tool_descriptions()
         policy = await asking.resource("repo-sandbox://policy")
         assert policy["interaction"]["ask_user"] is True
+        assert "ask_user" in (await asking.call("ask_usr", QUESTIONS))["hint"]
     async with open_session(server, era) as mute:
         assert "ask_user" not in await mute.tool_descriptions()
         refused = await mute.call("ask_user", QUESTIONS)
+        misspelt = await mute.call("ask_usr", QUESTIONS)
         policy = await mute.resource("repo-sandbox://policy")
     assert refused["code"] == "approval_required"
+    assert misspelt["code"] == "invalid_arguments"
+    assert misspelt["hint"] == "Use one of: count_lines, execute_bash, read_file, search_files, search_text."
     assert refused["category"] == "permission_denied"
     assert policy["interaction"]["ask_user"] is False
     assert {"name": "ask_user", "read_only": True, "available": False} in policy["tools"]

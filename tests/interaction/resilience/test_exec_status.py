@@ -77,5 +77,8 @@ async def test_disabled_execute_bash_is_reported_without_probing(make_server: Se
     async with open_session(make_server(exec={"enabled": False}), era) as session:
         refused = await session.call("execute_bash", {"command": "echo hello"})
         status = (await session.status())["exec"]
+        policy = await session.resource("repo-sandbox://policy")
     assert refused["code"] == "command_not_allowed"
+    assert {"name": "execute_bash", "read_only": False, "available": False} in policy["tools"]
+    assert {"name": "read_file", "read_only": True, "available": True} in policy["tools"]
     assert status == {"enabled": False, "sandbox": None, "note": "execute_bash is disabled (exec.enabled = false)."}

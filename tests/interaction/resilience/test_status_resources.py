@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import anyio
 import pytest
 
 from repo_sandbox.runtime.clock import FakeClock
@@ -97,3 +100,27 @@ async def test_policy_says_what_is_allowed_without_revealing_the_deny_list(
     assert policy["interaction"]["client_can_elicit"] is True
     assert "secret-project" not in str(raw)
     assert "id_rsa" not in str(raw)
+
+
+async def test_status_reports_the_audit_trail_without_its_host_path(
+    make_server: ServerFactory, era: Mode, tmp_path: Path
+) -> None:
+    for audit_file, healthy in ((tmp_path / "audit.jsonl", True), (tmp_path / "missing-dir" / "audit.jsonl", False)):
+        async with open_session(make_server(audit={"path": str(audit_file)}), era) as session:
+            for _ in range(3):
+                await session.call("read_file", {"path": "README.md"})
+            with anyio.fail_after(5):  # the writer thread handles the events after the calls return
+                while (audit := (await session.status())["audit"])["written"] + audit["failed"] < 3:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+            raw = (await session.client.read_resource("repo-sandbox://status")).contents[0]
+        assert (audit["destination"], audit["redact"], audit["redact_output"]) == ("file", True, True)
+        assert (audit["submitted"], audit["dropped"], audit["healthy"]) == (3, 0, healthy)
+        assert audit["failed"] == (0 if healthy else 3)
+        assert str(tmp_path) not in str(raw)
+    async with open_session(make_server(), era) as session:
+        assert (await session.status())["audit"] == {
+            "destination": "off",
+            "redact": True,
+            "redact_output": True,
+            "healthy": True,
+        }
