@@ -36,6 +36,11 @@ def os_backends() -> tuple[str, ...]:
     )
 
 
+def auto_os_layer() -> str:
+    """The `sandbox` an execute_bash result reports under `sandbox = "auto"` on this machine."""
+    return Backend(os_backends()[0]).os_layer
+
+
 def git(root: Path, *args: str) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(root), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
     subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)

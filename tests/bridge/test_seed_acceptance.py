@@ -17,7 +17,7 @@ import pytest
 from fake_openai import ScriptedChatServer, answer, tool_calls
 
 from conftest import ClientFactory
-from exec_support import os_backends
+from exec_support import auto_os_layer
 from repo_sandbox.bridge.loop import run_tool_loop
 from repo_sandbox.config.model import Settings
 from repo_sandbox.workspace import Workspace
@@ -126,7 +126,7 @@ async def test_execute_bash_echo_hello_returns_hello(
     result = await call_through_bridge(chat_server, make_client, go_workspace, "execute_bash", arguments)
     assert "execute_bash" in [tool["function"]["name"] for tool in chat_server.bodies[0]["tools"]]
     assert result["exit_code"] == 0 and result["stdout"] == "hello\n" and result["stderr"] == ""
-    assert result["sandbox"] == os_backends()[0]
+    assert result["sandbox"] == auto_os_layer()
 
 
 @pytest.mark.parametrize(

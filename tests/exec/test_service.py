@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from exec_support import HOST_ENV_SECRET, os_backends, tagged_processes, write
+from exec_support import HOST_ENV_SECRET, auto_os_layer, os_backends, tagged_processes, write
 from repo_sandbox.config.exec_model import DEFAULT_ALLOW
 from repo_sandbox.exec import sandbox as sandbox_module
 from repo_sandbox.exec import selection as selection_module
@@ -77,7 +77,7 @@ async def test_timeout_kills_everything_and_returns_the_partial_output(
     error = outcome.payload["error"]
     assert error["code"] == "timeout"
     assert error["details"]["stdout"] == "partial\n"
-    assert error["details"]["sandbox"] == backend
+    assert error["details"]["sandbox"] == sandbox_module.Backend(backend).os_layer
     assert outcome.duration_ms < 4000
     assert tagged_processes(session) == []
 
@@ -235,7 +235,7 @@ async def test_auto_falls_back_to_none_when_nothing_works(
 
 async def test_auto_picks_the_first_working_backend(open_workspace: Callable[..., Workspace]) -> None:
     outcome = await call(open_workspace("auto"), "true")
-    assert outcome.payload["sandbox"] == os_backends()[0]
+    assert outcome.payload["sandbox"] == auto_os_layer()
 
 
 # -- approvals, refusals ---------------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ async def test_graded_refusals(
 
 def test_status_reports_the_sandbox_and_the_programs(open_workspace: Callable[..., Workspace]) -> None:
     status = service_module.exec_service(open_workspace("auto")).report(programs=True)
-    assert status["sandbox"] == os_backends()[0]
+    assert status["sandbox"] == auto_os_layer()
     assert "warning" not in status
     assert status["programs"]["sed"]["summary"].startswith("stream editor")
     assert status["programs"]["python3"]["decision"] == "allow"

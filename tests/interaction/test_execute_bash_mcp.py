@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from exec_support import git, os_backends, write
+from exec_support import auto_os_layer, git, write
 from repo_sandbox.app import build_server
 from repo_sandbox.workspace import Workspace
 
@@ -62,7 +62,7 @@ async def test_pipeline_result_is_structured(client: Client) -> None:
     content = result.structured_content
     assert content["exit_code"] == 0
     assert content["stdout"].strip() == "1"
-    assert content["sandbox"] == os_backends()[0]
+    assert content["sandbox"] == auto_os_layer()
     assert set(content) == {
         "exit_code", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "duration_ms", "sandbox", "redactions"
     }  # fmt: skip

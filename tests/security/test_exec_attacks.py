@@ -33,6 +33,7 @@ from exec_support import (
     tree_snapshot,
 )
 from repo_sandbox.config.exec_model import DEFAULT_ALLOW
+from repo_sandbox.exec.sandbox import Backend
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.workspace import Workspace
@@ -519,7 +520,7 @@ async def test_attack_is_refused_or_contained(
     payload = json.dumps(outcome.payload)
     if attack.expect == RAN:
         assert not outcome.is_error, payload
-        assert outcome.payload["sandbox"] == backend
+        assert outcome.payload["sandbox"] == Backend(backend).os_layer
         assert outcome.payload["stdout_truncated"] is attack.truncated, payload[:500]
         output = outcome.payload["stdout"] + outcome.payload["stderr"]
         assert leaked_names(output) - leaked_names(attack.command) == set(), payload[:2000]  # not the caller's own

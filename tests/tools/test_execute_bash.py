@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from exec_support import git, os_backends, write
+from repo_sandbox.exec.sandbox import Backend
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
 from repo_sandbox.workspace import Workspace
@@ -121,7 +122,7 @@ async def test_agent_commands_give_the_real_programs_output(
     assert not outcome.is_error, outcome.payload
     assert outcome.payload["stdout"] == reference(project, command, cwd)
     assert outcome.payload["stdout_truncated"] is False
-    assert outcome.payload["sandbox"] == workspace_for.settings.exec.sandbox
+    assert outcome.payload["sandbox"] == Backend(workspace_for.settings.exec.sandbox).os_layer
 
 
 def _entries(listing: str) -> list[str]:

@@ -77,7 +77,7 @@ def shape_outcome(result: RunResult, backend: Backend, timeout_s: float, max_out
             stdout_truncated=stdout_cut or stdout_fitted,
             stderr_truncated=stderr_cut or stderr_fitted,
             duration_ms=round(result.duration_ms, 1),
-            sandbox=str(backend),
+            sandbox=backend.os_layer,
         )
     return ExecOutcome(
         exit_code=result.exit_code,
@@ -86,5 +86,5 @@ def shape_outcome(result: RunResult, backend: Backend, timeout_s: float, max_out
         stdout_truncated=stdout_cut,
         stderr_truncated=stderr_cut,
         duration_ms=round(result.duration_ms, 1),
-        sandbox=str(backend),
+        sandbox=backend.os_layer,
     )

@@ -57,6 +57,11 @@ class Backend(StrEnum):
     LANDLOCK = "landlock"
     NONE = "none"
 
+    @property
+    def os_layer(self) -> str:
+        """The OS isolation as results name it (bwrap, landlock or none): bwrap without /proc is bwrap."""
+        return str(Backend.BWRAP) if self is Backend.BWRAP_NOPROC else str(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:

@@ -88,7 +88,8 @@ def audit_fallback(audit: AuditLog, info: SandboxInfo) -> None:
 def sandbox_report(info: SandboxInfo) -> dict[str, Any]:
     """The sandbox half of the "exec" entry of status and policy."""
     report: dict[str, Any] = {
-        "sandbox": str(info.backend) if info.backend is not None else None,
+        "sandbox": info.backend.os_layer if info.backend is not None else None,
+        "sandbox_backend": str(info.backend) if info.backend is not None else None,
         "sandbox_requested": info.requested,
         "unsandboxed": info.backend in (None, Backend.NONE),
         "tried": {str(name): reason for name, reason in info.tried.items()},

@@ -331,7 +331,7 @@ class ExecService:
             )  # fmt: skip
         except OSError as exc:
             raise SandboxFailedError(
-                f"The sandbox could not start the command ({type(exc).__name__}).", sandbox=str(self.backend())
+                f"The sandbox could not start the command ({type(exc).__name__}).", sandbox=self.backend().os_layer
             ) from None
 
 

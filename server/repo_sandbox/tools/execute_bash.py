@@ -61,7 +61,7 @@ class ExecuteBashResult(ResultModel):
     stdout_truncated: bool = Field(description="True when stdout was cut (a marker shows where).")
     stderr_truncated: bool = Field(description="True when stderr was cut.")
     duration_ms: float = Field(description="Wall time of the run, in milliseconds.")
-    sandbox: str = Field(description="The OS isolation used: bwrap, bwrap-noproc, landlock or none (unsandboxed).")
+    sandbox: str = Field(description="The OS isolation used: bwrap, landlock or none (unsandboxed).")
     redactions: int | None = Field(
         default=None, description="Secrets masked in this result (null when output masking is off)."
     )

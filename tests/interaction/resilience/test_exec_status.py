@@ -23,7 +23,8 @@ async def test_status_names_the_backend_that_results_report(
         policy = (await session.resource("repo-sandbox://policy"))["exec"]
     expected = os_backends()[0] if requested == "auto" else requested
     assert result["stdout"] == "hello\n"
-    assert result["sandbox"] == status["sandbox"] == policy["sandbox"] == expected
+    assert result["sandbox"] == status["sandbox"] == policy["sandbox"] == sandbox_module.Backend(expected).os_layer
+    assert status["sandbox_backend"] == policy["sandbox_backend"] == expected
     assert status["sandbox_requested"] == requested
     assert status["tried"][expected].startswith("ok")
     assert status["rejected"] == {}
