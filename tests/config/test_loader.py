@@ -76,6 +76,29 @@ def test_unknown_env_key_in_a_known_section_is_rejected(tmp_path: Path) -> None:
         load_settings(None, env={"REPO_SANDBOX_LIMITS_NOPE": "1"}, cwd=tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("name", "suggestion"),
+    [
+        ("REPO_SANDBOX_LIMIT_MAX_RESULTS", "REPO_SANDBOX_LIMITS_MAX_RESULTS"),
+        ("REPO_SANDBOX_AUDITS_PATH", "REPO_SANDBOX_AUDIT_PATH"),
+        ("REPO_SANDBOX_WORKSPACES_ROOT", "REPO_SANDBOX_WORKSPACE_ROOT"),
+        ("REPO_SANDBOX_GAURD_FAILURE_THRESHOLD", "REPO_SANDBOX_GUARD_FAILURE_THRESHOLD"),
+    ],
+)
+def test_a_misspelt_section_in_an_env_name_is_refused_with_the_name_meant(
+    tmp_path: Path, name: str, suggestion: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"{name}: unknown section .*did you mean {suggestion}"):
+        load_settings(None, env={name: "1"}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "name", ["REPO_SANDBOX_TOKEN", "REPO_SANDBOX_STATE_KEY", "REPO_SANDBOX_CALL_ID", "REPO_SANDBOX_TEST_X"]
+)
+def test_other_repo_sandbox_variables_are_not_config_keys(tmp_path: Path, name: str) -> None:
+    assert load_settings(None, env={name: "x" * 40}, cwd=tmp_path).limits.max_results > 0
+
+
 def test_root_that_is_not_a_directory_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a directory"):
         load_settings(None, env={}, overrides={("workspace", "root"): str(tmp_path / "missing")}, cwd=tmp_path)

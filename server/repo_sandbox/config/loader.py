@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Mapping
@@ -81,6 +82,10 @@ def _env_overrides(env: Mapping[str, str]) -> tuple[dict[str, dict[str, Any]], d
         rest = name[len(ENV_PREFIX) :].lower()
         section, _, key = rest.partition("_")
         if section not in sections or not key:
+            if key and (near := difflib.get_close_matches(section, sections, n=1, cutoff=0.8)):
+                raise ConfigError(
+                    f"{name}: unknown section '{section}' (did you mean {ENV_PREFIX}{near[0].upper()}_{key.upper()}?)"
+                )
             continue  # e.g. REPO_SANDBOX_TOKEN: not a config key
         fields = sections[section].model_fields
         if key not in fields:
