@@ -2,7 +2,7 @@
 #
 #   stdio (Claude Desktop and other local clients):
 #     docker run -i --rm --network none --read-only --cap-drop ALL --security-opt no-new-privileges \
-#       --pids-limit 256 --memory 512m -v "$PWD:/workspace:ro" repo-sandbox-mcp
+#       --pids-limit 64 --memory 256m -v "$PWD:/workspace:ro" repo-sandbox-mcp
 #   Streamable HTTP at /mcp and WebSocket at /ws (a token is required off loopback):
 #     docker run --rm -p 127.0.0.1:8765:8765 -e REPO_SANDBOX_TOKEN ... repo-sandbox-mcp \
 #       serve --transport http --host 0.0.0.0
