@@ -155,7 +155,8 @@ class LimitsConfig(_Section):
     max_timeout_s: float = Field(default=120.0, gt=0)
     """Largest time limit a call may ask for."""
     regex_timeout_s: float = Field(default=10.0, gt=0)
-    """Time budget of one search_text call's regex matching; a pattern that exceeds it gets `timeout`."""
+    """Time budget of one search_text call: the Python engine's regex matching, or ripgrep's whole search;
+    a search that exceeds it gets `timeout` (and its rg is killed)."""
 
     @model_validator(mode="after")
     def _timeouts_ordered(self) -> LimitsConfig:

@@ -6,7 +6,8 @@ the path after `--`, so neither can ever be read as a flag. rg starts in the dir
 (through /proc/self/fd, so a directory swapped for a symlink after the check changes nothing), with an
 environment built from scratch, by the Landlock-confined launcher (`engine.confine`). Output is `--null`
 separated; `close()` kills the process (only it). A read that waits for output wakes every `POLL_S` to see
-whether the search was cancelled, so a cancelled search never waits for a silent rg to print or finish.
+whether the search was cancelled or ran out of its time budget (`regex_timeout_s`, as in the Python engine),
+so such a search never waits for a silent rg to print or finish.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from repo_sandbox.engine.confine import Launcher
+from repo_sandbox.engine.pysearch import Deadline
 from repo_sandbox.engine.request import SearchCancelled, SearchRequest
 from repo_sandbox.engine.ripgrep import Ripgrep, clean_env
 
@@ -119,19 +121,30 @@ class RgProcess:
         *,
         count_only: bool,
         cancel: threading.Event | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         self.count_only = count_only
         self.bytes_read = 0
         self._stderr = b""
         self._cancel = cancel
+        self._deadline = deadline
         self.proc = launcher.popen(argv, cwd=f"/proc/self/fd/{dir_fd}", env=clean_env())
 
     def _read(self, fd: int, poller: select.poll) -> bytes:
-        """The next bytes of output (b"" at the end). Raises: SearchCancelled while waiting for them."""
-        if self._cancel is not None:
+        """The next bytes of output (b"" at the end).
+
+        Raises:
+            SearchCancelled, TimeoutExceededError (the search's time budget ran out): while waiting for them.
+        """
+        cancel, deadline = self._cancel, self._deadline
+        if cancel is not None or deadline is not None:
             while not poller.poll(POLL_S * 1000):
-                if self._cancel.is_set():
+                if cancel is not None and cancel.is_set():
                     raise SearchCancelled
+                if deadline is not None:
+                    deadline.remaining()
+            if deadline is not None:
+                deadline.remaining()
         return os.read(fd, READ_BYTES)
 
     def _chunks(self) -> Iterator[bytes]:

@@ -26,7 +26,7 @@ from typing import Final
 from repo_sandbox.engine import pytree, rgstate
 from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
 from repo_sandbox.engine.confine import Launcher
-from repo_sandbox.engine.pysearch import Query
+from repo_sandbox.engine.pysearch import Deadline, Query
 from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, build_argv
 from repo_sandbox.engine.ripgrep import Ripgrep
@@ -65,6 +65,7 @@ class _Search:
         self.stats = stats
         self.dir_fd = dir_fd
         self.cancel = request.cancel
+        self.deadline = Deadline(ws.limits.regex_timeout_s)
         self.glob = compile_glob(request.glob) if request.glob else None
         self.census = Census(ws, request, self.glob, known=known_kinds(ws))
         self.prefix = "" if start_rel == "." else start_rel + "/"
@@ -91,7 +92,12 @@ class _Search:
         argv = build_argv(self.rg, self.request, options)
         try:
             self.process = RgProcess(
-                argv, self.dir_fd, self.launcher, count_only=options.count_only, cancel=self.cancel
+                argv,
+                self.dir_fd,
+                self.launcher,
+                count_only=options.count_only,
+                cancel=self.cancel,
+                deadline=self.deadline,
             )
         except OSError as exc:  # rg vanished, or cannot start under its confinement
             raise _Fallback(str(exc)) from exc
@@ -130,6 +136,7 @@ class _Search:
     def _wait_census(self) -> None:
         while not self.census.done.wait(0.05):
             self._check_cancel()
+            self.deadline.remaining()
         if self.census.error is not None:
             raise self.census.error
 

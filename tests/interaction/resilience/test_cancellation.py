@@ -142,3 +142,26 @@ async def test_a_long_search_reports_progress_and_cancelling_it_kills_its_rg(
     assert messages and all(message is not None and message.endswith("files examined") for message in messages)
     assert result.structured_content is not None
     assert result.structured_content["counts"] == [{"path": "a.txt", "count": 130}, {"path": "b.txt", "count": 130}]
+
+
+@pytest.mark.parametrize("engine", ["ripgrep", "python"])
+async def test_a_search_past_its_time_budget_is_a_timeout_and_its_rg_is_gone(
+    open_workspace: Callable[..., Workspace], tmp_path: Path, era: Mode, engine: str
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (root / name).write_text(SLOW_TEXT * 130)
+    workspace = open_workspace(root, search={"engine": engine}, limits={"regex_timeout_s": 1})
+    async with Client(build_server(workspace), mode=era) as client:
+        with anyio.fail_after(20):  # the whole search would take about 17 s with ripgrep
+            result = await client.call_tool("search_text", {"pattern": SLOW_PATTERN})
+        assert result.is_error
+        assert result.structured_content is not None
+        error = result.structured_content["error"]
+        assert (error["code"], error["category"]) == ("timeout", "limit_exceeded")
+        assert [pid for pid, argv in descendants().items() if SLOW_PATTERN in argv] == []
+        with anyio.fail_after(10):
+            followed = await client.call_tool("search_text", {"pattern": "délta", "output_mode": "count"})
+    assert followed.structured_content is not None
+    assert followed.structured_content["counts"] == [{"path": "a.txt", "count": 130}, {"path": "b.txt", "count": 130}]
