@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from repo_sandbox.config.model import BudgetConfig
+from repo_sandbox.config.model import BudgetConfig, LimitsConfig
 from repo_sandbox.errors import BudgetExhaustedError
 from repo_sandbox.runtime.budget import BudgetStage
 from repo_sandbox.runtime.pipeline import CallContext, CallOutcome, ToolCall
@@ -26,7 +26,7 @@ async def run(stage: BudgetStage, tool: str, payload: dict[str, Any], *, is_erro
 
 
 async def test_exec_seconds_add_up_and_then_refuse_only_execute_bash() -> None:
-    stage = BudgetStage(BudgetConfig(max_exec_s=2.0))
+    stage = BudgetStage(BudgetConfig(max_exec_s=2.0), LimitsConfig())
     await run(stage, "execute_bash", exec_result(1500))
     await run(stage, "execute_bash", exec_result(600))
     with pytest.raises(BudgetExhaustedError) as refused:
@@ -37,7 +37,7 @@ async def test_exec_seconds_add_up_and_then_refuse_only_execute_bash() -> None:
 
 
 async def test_exec_errors_count_the_duration_they_report() -> None:
-    stage = BudgetStage(BudgetConfig(max_exec_s=100.0))
+    stage = BudgetStage(BudgetConfig(max_exec_s=100.0), LimitsConfig())
     timeout = {"error": {"code": "timeout", "details": {"duration_ms": 30_000}}}
     await run(stage, "execute_bash", timeout, is_error=True)
     refusal = {"error": {"code": "command_not_allowed", "details": {"program": "rm"}}}
@@ -46,7 +46,7 @@ async def test_exec_errors_count_the_duration_they_report() -> None:
 
 
 async def test_budgets_are_kept_per_session() -> None:
-    stage = BudgetStage(BudgetConfig(max_calls=1))
+    stage = BudgetStage(BudgetConfig(max_calls=1), LimitsConfig())
     await run(stage, "read_file", {"content": "x"})
     with pytest.raises(BudgetExhaustedError):
         await run(stage, "read_file", {"content": "x"})

@@ -211,7 +211,7 @@ class BudgetConfig(_Section):
     max_output_bytes: int = Field(default=128 * 1024 * 1024, ge=0)
     """Bytes of tool results (serialised JSON) per session."""
     max_exec_s: float = Field(default=3600.0, ge=0)
-    """Seconds of execute_bash run time per session."""
+    """Seconds of execute_bash run time per session (a command gets no more time than is left)."""
     degrade_below_bytes: int = Field(default=1024 * 1024, ge=0)
     """When less output budget than this is left, search_text answers with file names only and says so."""
 

@@ -31,7 +31,9 @@ class AgentLoopState:
     def from_workspace(cls, workspace: Workspace, clock: Clock | None = None) -> AgentLoopState:
         clock = clock or SystemClock()
         settings = workspace.settings
-        return cls(clock, StatsStage(), BudgetStage(settings.budget), GuardStage(settings.guard, clock))
+        return cls(
+            clock, StatsStage(), BudgetStage(settings.budget, settings.limits), GuardStage(settings.guard, clock)
+        )
 
 
 def build_stages(workspace: Workspace, loop: AgentLoopState | None = None) -> list[Stage]:

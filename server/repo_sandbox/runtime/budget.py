@@ -3,7 +3,9 @@
 Spent per session: calls (every call that reaches this stage, including the guard's refusals), output bytes
 (the serialised JSON of every result) and exec seconds (the `duration_ms` of execute_bash results, or of its
 errors when they report one). A spent budget refuses further calls with `budget_exhausted`; the exec budget
-refuses only execute_bash. When less than `degrade_below_bytes` of output budget is left, a search_text call
+refuses only execute_bash, and an execute_bash call gets no more time than the exec budget has left: its
+timeout is lowered to what is left, and a command stopped by that lowered timeout is `budget_exhausted` (with
+its partial output), not `timeout`. When less than `degrade_below_bytes` of output budget is left, a search_text call
 in "content" mode runs in "files_with_matches" mode instead and its result says so in `degraded`.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from repo_sandbox.config.model import BudgetConfig
+from repo_sandbox.config.model import BudgetConfig, LimitsConfig
 from repo_sandbox.errors import BudgetExhaustedError
 from repo_sandbox.runtime.pipeline import CallOutcome, Handler, ToolCall
 from repo_sandbox.runtime.sessions import SessionTable
@@ -36,19 +38,23 @@ def _remaining(limit: float, used: float) -> float | None:
 class BudgetStage:
     """Counts what each session spends and refuses calls once a budget is spent."""
 
-    def __init__(self, config: BudgetConfig) -> None:
+    def __init__(self, config: BudgetConfig, limits: LimitsConfig) -> None:
         self.config = config
+        self.limits = limits
         self.sessions: SessionTable[SessionSpend] = SessionTable(SessionSpend)
 
     async def __call__(self, call: ToolCall, call_next: Handler) -> CallOutcome:
         spend = self.sessions.get(call.context.session_id)
         self._refuse_if_spent(spend, call.tool)
         degraded = self._degrade(spend, call)
+        capped_s = self._cap_exec_time(spend, call)
         outcome = await call_next(call)
         spend.calls += 1
         spend.output_bytes += outcome.json_bytes()
         if call.tool == EXEC_TOOL:
             spend.exec_s += _exec_seconds(outcome)
+            if capped_s is not None and outcome.is_error and outcome.payload["error"].get("code") == "timeout":
+                self._stopped_by_budget(spend, capped_s, outcome.payload["error"].get("details", {}))
         if degraded is not None and not outcome.is_error:
             spend.degraded_calls += 1
             outcome = replace(outcome, payload={**outcome.payload, "degraded": degraded})
@@ -71,6 +77,39 @@ class BudgetStage:
                     used=round(used, 3),
                     limit=limit,
                 )
+
+    def _cap_exec_time(self, spend: SessionSpend, call: ToolCall) -> float | None:
+        """Lower an execute_bash call's timeout to the exec seconds left; the new timeout, or None when the
+        call's own (valid) timeout fits. An invalid timeout is left for the argument check to refuse."""
+        if call.tool != EXEC_TOOL or not self.config.max_exec_s or not isinstance(call.arguments, dict):
+            return None
+        arguments: dict[str, Any] = call.arguments  # pyright: ignore[reportUnknownVariableType]
+        requested = arguments.get("timeout")
+        if requested is None:
+            requested = self.limits.default_timeout_s
+        elif isinstance(requested, bool) or not isinstance(requested, int | float):
+            return None
+        if not 0 < requested <= self.limits.max_timeout_s:
+            return None
+        left = self.config.max_exec_s - spend.exec_s
+        if left >= requested:
+            return None
+        call.arguments = {**arguments, "timeout": left}
+        return left
+
+    def _stopped_by_budget(self, spend: SessionSpend, capped_s: float, details: dict[str, Any]) -> None:
+        """Raises: BudgetExhaustedError for a command the lowered timeout stopped, with its partial output."""
+        partial = {key: details[key] for key in ("stdout", "stderr", "stdout_truncated", "stderr_truncated",
+                                                 "duration_ms", "sandbox") if key in details}  # fmt: skip
+        raise BudgetExhaustedError(
+            f"The command was stopped after {capped_s:.3g} s, when this session's budget of "
+            f"{self.config.max_exec_s:g} seconds of execute_bash run time ran out.",
+            hint="The session budget is spent; finish the task with what you have, or tell the user.",
+            budget="exec_seconds",
+            used=round(spend.exec_s, 3),
+            limit=self.config.max_exec_s,
+            **partial,
+        )
 
     def _degrade(self, spend: SessionSpend, call: ToolCall) -> str | None:
         """Switch a content search to file names only when the output budget is nearly spent."""

@@ -102,31 +102,59 @@ async def test_allowed_programs_never_ask(make_server: ServerFactory, era: Mode)
 
 
 async def test_timed_out_command_counts_against_the_exec_budget(make_server: ServerFactory, era: Mode) -> None:
-    server = make_server(exec=SLEEP, budget={"max_exec_s": 0.5})
+    server = make_server(exec=SLEEP, budget={"max_exec_s": 5})
     async with open_session(server, era) as session:
         timed_out = await session.call("execute_bash", {"command": "sleep 30", "timeout": 0.6})
         status = await session.status()
+    assert timed_out["code"] == "timeout"  # its own timeout came first: the budget had 5 s left
+    assert timed_out["details"]["duration_ms"] >= 600
+    assert 0.6 <= status["budget"]["exec_seconds"]["used"] < 5
+    assert status["budget"]["exhausted"] == []
+
+
+@pytest.mark.parametrize("requested_s", [None, 30, 1.5])
+async def test_a_command_gets_no_more_time_than_the_exec_budget_has_left(
+    make_server: ServerFactory, era: Mode, requested_s: float | None
+) -> None:
+    server = make_server(exec=SLEEP, budget={"max_exec_s": 1.0})
+    arguments: dict[str, Any] = {"command": "sleep 30"}
+    if requested_s is not None:
+        arguments["timeout"] = requested_s
+    async with open_session(server, era) as session:
+        with anyio.fail_after(10):  # far less than the command's own timeout: only the budget can stop it
+            stopped = await session.call("execute_bash", arguments)
+        status = await session.status()
         refused = await session.call("execute_bash", {"command": "echo hi"})
         read = await session.call("read_file", {"path": "README.md"})
-    assert timed_out["code"] == "timeout"
-    assert timed_out["details"]["duration_ms"] >= 600
-    assert status["budget"]["exec_seconds"]["used"] >= 0.6
+    assert (stopped["code"], stopped["category"], stopped["retryable"]) == ("budget_exhausted", "limit_exceeded", False)
+    assert stopped["details"]["budget"] == "exec_seconds" and stopped["details"]["limit"] == 1.0
+    assert 1000 <= stopped["details"]["duration_ms"] < 5000
+    assert stopped["details"]["stdout"] == "" and stopped["details"]["stdout_truncated"] is False
     assert status["budget"]["exhausted"] == ["exec_seconds"]
-    assert refused["code"] == "budget_exhausted"
-    assert refused["details"]["budget"] == "exec_seconds"
+    assert refused["code"] == "budget_exhausted" and "stdout" not in refused["details"]
     assert read["total_lines"] == 3
 
 
+async def test_an_invalid_timeout_is_refused_as_such_whatever_the_budget(make_server: ServerFactory, era: Mode) -> None:
+    server = make_server(exec=SLEEP, budget={"max_exec_s": 1.0})
+    async with open_session(server, era) as session:
+        too_long = await session.call("execute_bash", {"command": "sleep 1", "timeout": 10_000})
+        not_a_number = await session.call("execute_bash", {"command": "sleep 1", "timeout": "5"})
+    assert (too_long["code"], not_a_number["code"]) == ("invalid_arguments", "invalid_arguments")
+
+
 async def test_exec_seconds_budget_stops_execute_bash_only(make_server: ServerFactory, era: Mode) -> None:
-    server = make_server(budget={"max_exec_s": 0.000001})
+    server = make_server(exec=SLEEP, budget={"max_exec_s": 0.3})
     async with open_session(server, era) as session:
         first = await session.call("execute_bash", {"command": "wc -l README.md"})
+        spent = await session.call("execute_bash", {"command": "sleep 5"})
         refused = await session.call("execute_bash", {"command": "wc -l src/util.py"})
         still = await session.call("read_file", {"path": "README.md"})
         found = await session.call("search_text", {"pattern": "TODO"})
         counted = await session.call("count_lines", {})
         listed = await session.call("search_files", {"pattern": "*.py"})
     assert first["exit_code"] == 0
+    assert spent["code"] == "budget_exhausted"
     assert refused["code"] == "budget_exhausted"
     assert refused["details"]["budget"] == "exec_seconds"
     assert "content" in still
