@@ -258,14 +258,16 @@ def _add_resources(
         return resources.to_json(resources.status_document(workspace, tools().loop, caller(), exec_entry))
 
 
-def tools_listing() -> str:
-    """The tools with their schemas and annotations, as JSON (for `repo-sandbox tools`)."""
-    from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
+def tools_listing(settings: Settings | None = None) -> str:
+    """The tools with their schemas and annotations, as JSON (for `repo-sandbox tools`): every tool a client
+    that can elicit is offered, with the defaults and bounds of the operator's `settings`."""
+    from repo_sandbox.tools.registry import TOOLS
 
     return json.dumps(
         [
-            mcp_tool(TOOLS_BY_NAME[spec.name]).model_dump(mode="json", by_alias=True, exclude_none=True)
+            mcp_tool(spec, settings).model_dump(mode="json", by_alias=True, exclude_none=True)
             for spec in TOOLS
+            if spec.offered(settings, can_elicit=True)
         ],
         indent=2,
     )

@@ -75,7 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level on stderr")
 
     tools_help = "print the tools with their input/output schemas and annotations (JSON)"
-    sub.add_parser("tools", help=tools_help, description=tools_help[0].upper() + tools_help[1:] + ".")
+    tools = sub.add_parser(
+        "tools",
+        help=tools_help,
+        description=tools_help[0].upper() + tools_help[1:] + ", as the server publishes them under the policy of "
+        "--config and the REPO_SANDBOX_<SECTION>_<KEY> variables.",
+    )
+    tools.add_argument("--config", metavar="FILE", help="TOML policy file (see config.example.toml)")
 
     call = sub.add_parser(
         "call",
@@ -255,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "tools":
             from repo_sandbox.app import tools_listing
 
-            print(tools_listing())
+            print(tools_listing(load_settings(args.config)))
             return 0
         if args.command == "audit":
             return _audit(args)

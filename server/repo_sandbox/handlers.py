@@ -55,7 +55,7 @@ class ToolHandlers:
         notes = self.loop.guard.blocked_descriptions(self._session_of(ctx))
         listed: list[Tool] = []
         for tool in self.definitions:
-            if TOOLS_BY_NAME[tool.name].needs_elicitation and not can_elicit:
+            if not TOOLS_BY_NAME[tool.name].offered(self.workspace.settings, can_elicit=can_elicit):
                 continue
             marked = "\n\n".join([tool.description or "", *notes[tool.name]]) if tool.name in notes else None
             listed.append(tool if marked is None else tool.model_copy(update={"description": marked}))

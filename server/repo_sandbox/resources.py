@@ -16,7 +16,6 @@ from repo_sandbox import __version__
 from repo_sandbox.app import POLICY_URI
 from repo_sandbox.engine.select import report as search_report
 from repo_sandbox.runtime.assembly import AgentLoopState
-from repo_sandbox.runtime.budget import EXEC_TOOL
 from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
@@ -39,12 +38,11 @@ def exec_report(workspace: Workspace, *, programs: bool = False) -> dict[str, An
 
 
 def _tools(workspace: Workspace, caller: Caller) -> list[dict[str, Any]]:
-    exec_enabled = workspace.settings.exec.enabled
     return [
         {
             "name": spec.name,
             "read_only": spec.read_only,
-            "available": (caller.can_elicit or not spec.needs_elicitation) and (exec_enabled or spec.name != EXEC_TOOL),
+            "available": spec.offered(workspace.settings, can_elicit=caller.can_elicit),
         }
         for spec in TOOLS
     ]

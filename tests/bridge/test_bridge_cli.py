@@ -55,6 +55,27 @@ def test_openai_tools_prints_the_registry_as_openai_definitions() -> None:
     assert json.loads(done.stdout) == openai_tools()
 
 
+def test_openai_tools_follows_the_config_file_and_the_environment(tmp_path: Path) -> None:
+    config = tmp_path / "policy.toml"
+    config.write_text("[exec]\nenabled = false\n", encoding="utf-8")
+    done = run("openai-tools", "--config", str(config), env={"REPO_SANDBOX_WORKSPACE_INCLUDE_HIDDEN": "true"})
+    assert done.returncode == 0, done.stderr
+    tools = {tool["function"]["name"]: tool["function"]["parameters"] for tool in json.loads(done.stdout)}
+    assert list(tools) == ["search_files", "read_file", "search_text", "count_lines"]
+    assert tools["count_lines"]["properties"]["include_hidden"]["default"] is True
+
+
+def test_tools_follows_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "policy.toml"
+    config.write_text("[workspace]\ninclude_hidden = true\n[exec]\nenabled = false\n", encoding="utf-8")
+    done = run("tools", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    tools = {tool["name"]: tool["inputSchema"] for tool in json.loads(done.stdout)}
+    assert "execute_bash" not in tools
+    assert "ask_user" in tools
+    assert tools["search_files"]["properties"]["include_hidden"]["default"] is True
+
+
 def test_openai_tools_without_a_description_limit_prints_the_full_descriptions() -> None:
     done = run("openai-tools", "--max-description-chars", "0")
     assert done.returncode == 0, done.stderr

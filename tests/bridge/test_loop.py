@@ -243,6 +243,22 @@ async def test_the_operators_policy_applies_to_the_models_calls(
     assert listing["files"] == ["cmd/tool/main.go", "main.go"]
 
 
+async def test_the_model_is_offered_the_tools_under_the_operators_policy(
+    chat_server: ScriptedChatServer, make_client: ClientFactory, go_repo: Path, make_settings: Callable[..., Settings]
+) -> None:
+    workspace = Workspace(make_settings(go_repo, workspace={"include_hidden": True}, exec={"enabled": False}))
+    try:
+        chat_server.add(answer("done"))
+        async with make_client() as client:
+            with anyio.fail_after(20):
+                await run_tool_loop(QUESTION, client=client, workspace=workspace)
+    finally:
+        workspace.close()
+    offered = {tool["function"]["name"]: tool["function"]["parameters"] for tool in chat_server.bodies[0]["tools"]}
+    assert "execute_bash" not in offered
+    assert offered["search_text"]["properties"]["include_hidden"]["default"] is True
+
+
 class RecordingStage:
     """Records the session and request id of every call (what budget and breaker stages key on)."""
 

@@ -186,3 +186,19 @@ def test_an_object_without_properties_gets_an_empty_properties_map() -> None:
 def test_a_labelled_example_line_is_a_cut_point() -> None:
     text = 'Find things.\n\nExample: {"pattern": "*.py"}\nCommon mistake: a long explanation that does not fit'
     assert fit_description(text, 60) == 'Find things.\n\nExample: {"pattern": "*.py"}'
+
+
+def test_the_definitions_show_the_operators_defaults_and_bounds(make_settings: Any, tmp_path: Any) -> None:
+    settings = make_settings(tmp_path, workspace={"include_hidden": True}, limits={"max_timeout_s": 60.0})
+    tools = {tool["function"]["name"]: tool["function"]["parameters"] for tool in openai_tools(settings=settings)}
+    assert tools["search_files"]["properties"]["include_hidden"]["default"] is True
+    assert tools["execute_bash"]["properties"]["timeout"]["maximum"] == 60.0
+    assert tools == {
+        spec.name: openai_parameters(mcp_tool(spec, settings).input_schema) for spec in bridge_specs(settings)
+    }
+
+
+def test_execute_bash_is_not_offered_when_the_operator_disabled_it(make_settings: Any, tmp_path: Any) -> None:
+    settings = make_settings(tmp_path, exec={"enabled": False})
+    names = [tool["function"]["name"] for tool in openai_tools(settings=settings)]
+    assert names == ["search_files", "read_file", "search_text", "count_lines"]

@@ -25,7 +25,14 @@ def add_bridge_commands(
     add_policy_flags: Callable[[argparse.ArgumentParser], None],
 ) -> None:
     """Add `openai-tools` and `ask` to the CLI's sub-commands."""
-    tools = sub.add_parser("openai-tools", help="print the tools as OpenAI function-calling `tools` definitions (JSON)")
+    tools_help = "print the tools as OpenAI function-calling `tools` definitions (JSON)"
+    tools = sub.add_parser(
+        "openai-tools",
+        help=tools_help,
+        description="Print the tools as OpenAI function-calling `tools` definitions (JSON), under the policy of "
+        "--config and the REPO_SANDBOX_<SECTION>_<KEY> variables: exactly what `ask` sends the model.",
+    )
+    tools.add_argument("--config", metavar="FILE", help="TOML policy file (see config.example.toml)")
     _add_description_flag(tools)
 
     ask = sub.add_parser(
@@ -58,8 +65,11 @@ def _add_description_flag(parser: argparse.ArgumentParser) -> None:
 def run_bridge_command(args: argparse.Namespace) -> int:
     if args.command == "openai-tools":
         from repo_sandbox.bridge.openai import openai_tools
+        from repo_sandbox.config.loader import load_settings
 
-        print(json.dumps(openai_tools(max_description_chars=args.max_description_chars), indent=2, ensure_ascii=False))
+        settings = load_settings(args.config)
+        tools = openai_tools(settings=settings, max_description_chars=args.max_description_chars)
+        print(json.dumps(tools, indent=2, ensure_ascii=False))
         return 0
     return _ask(args)
 
@@ -110,7 +120,7 @@ def _ask(args: argparse.Namespace) -> int:
         print(f"repo-sandbox ask: {exc}", file=sys.stderr)
         return 2
     messages = [{"role": "system", "content": args.system or INSTRUCTIONS}, {"role": "user", "content": args.question}]
-    tools = openai_tools(max_description_chars=args.max_description_chars)
+    tools = openai_tools(settings=settings, max_description_chars=args.max_description_chars)
 
     async def run() -> dict[str, Any] | str:
         async with ChatClient(chat_settings) as client:

@@ -127,7 +127,9 @@ class ToolLoop:
     ) -> None:
         self.client = client
         self.pipeline: CallPipeline = build_pipeline(workspace)
-        self.tools: list[Mapping[str, Any]] = list(openai_tools() if tools is None else tools)
+        self.tools: list[Mapping[str, Any]] = list(
+            openai_tools(settings=workspace.settings) if tools is None else tools
+        )
         self.on_tool_call = on_tool_call
 
     async def execute(

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from repo_sandbox.app import mcp_tool
+from repo_sandbox.config.model import Settings
 from repo_sandbox.tools.registry import TOOLS, ToolSpec
 
 OPENAI_DESCRIPTION_LIMIT: Final = 1024
@@ -87,9 +88,12 @@ def fit_description(description: str, limit: int = OPENAI_DESCRIPTION_LIMIT) -> 
     return text[: ends[-1]].rstrip()
 
 
-def openai_tool(spec: ToolSpec, *, max_description_chars: int = OPENAI_DESCRIPTION_LIMIT) -> dict[str, Any]:
-    """One tool as an OpenAI `tools` entry: `{"type": "function", "function": {name, description, parameters}}`."""
-    tool = mcp_tool(spec)
+def openai_tool(
+    spec: ToolSpec, settings: Settings | None = None, *, max_description_chars: int = OPENAI_DESCRIPTION_LIMIT
+) -> dict[str, Any]:
+    """One tool as an OpenAI `tools` entry: `{"type": "function", "function": {name, description, parameters}}`;
+    the parameters show the defaults and bounds of the operator's `settings`, as the MCP server publishes them."""
+    tool = mcp_tool(spec, settings)
     if not _NAME.match(tool.name):
         raise ValueError(f"tool name {tool.name!r} is not a valid OpenAI function name")
     return {
@@ -102,15 +106,19 @@ def openai_tool(spec: ToolSpec, *, max_description_chars: int = OPENAI_DESCRIPTI
     }
 
 
-def bridge_specs() -> list[ToolSpec]:
-    """The registered tools the bridge can run: not those that need MCP elicitation (`ask_user`), which the
-    bridge's loop has no human to ask through."""
-    return [spec for spec in TOOLS if not spec.needs_elicitation]
+def bridge_specs(settings: Settings | None = None) -> list[ToolSpec]:
+    """The registered tools the bridge can run: those the MCP server offers a client that cannot elicit (not
+    `ask_user`: the bridge's loop has no human to ask through; not `execute_bash` when `exec.enabled` is off)."""
+    return [spec for spec in TOOLS if spec.offered(settings, can_elicit=False)]
 
 
 def openai_tools(
-    specs: Iterable[ToolSpec] | None = None, *, max_description_chars: int = OPENAI_DESCRIPTION_LIMIT
+    specs: Iterable[ToolSpec] | None = None,
+    *,
+    settings: Settings | None = None,
+    max_description_chars: int = OPENAI_DESCRIPTION_LIMIT,
 ) -> list[dict[str, Any]]:
-    """The bridge's tools (or `specs`) as OpenAI `tools` definitions, in registry order."""
-    chosen = bridge_specs() if specs is None else specs
-    return [openai_tool(spec, max_description_chars=max_description_chars) for spec in chosen]
+    """The bridge's tools (or `specs`) as OpenAI `tools` definitions, in registry order, under the operator's
+    `settings` (None: the built-in defaults)."""
+    chosen = bridge_specs(settings) if specs is None else specs
+    return [openai_tool(spec, settings, max_description_chars=max_description_chars) for spec in chosen]

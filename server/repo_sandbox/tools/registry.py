@@ -31,6 +31,13 @@ class ToolSpec:
     needs_elicitation: bool = False
     """Listed only to clients that can ask their user (MCP elicitation)."""
 
+    def offered(self, settings: Settings | None, *, can_elicit: bool) -> bool:
+        """Whether a client is shown this tool: not `ask_user` to one that cannot elicit, not `execute_bash`
+        when the operator turned it off (`exec.enabled = false`; a call still gets `command_not_allowed`)."""
+        if self.needs_elicitation and not can_elicit:
+            return False
+        return self.name != "execute_bash" or settings is None or settings.exec.enabled
+
     def input_schema(self, settings: Settings | None = None) -> dict[str, Any]:
         """The argument model's JSON Schema, with the defaults and bounds the operator's `settings` decide
         (None: the built-in defaults) written in (see `operator_properties`)."""

@@ -76,9 +76,12 @@ async def test_configured_backend_that_does_not_work_is_reported_as_unavailable(
 
 async def test_disabled_execute_bash_is_reported_without_probing(make_server: ServerFactory, era: Mode) -> None:
     async with open_session(make_server(exec={"enabled": False}), era) as session:
+        listed = await session.tool_descriptions()
         refused = await session.call("execute_bash", {"command": "echo hello"})
         status = (await session.status())["exec"]
         policy = await session.resource("repo-sandbox://policy")
+    assert "execute_bash" not in listed
+    assert "read_file" in listed
     assert refused["code"] == "command_not_allowed"
     assert {"name": "execute_bash", "read_only": False, "available": False} in policy["tools"]
     assert {"name": "read_file", "read_only": True, "available": True} in policy["tools"]
