@@ -38,7 +38,7 @@ def test_needles_of_the_default_rules_anchor_literal_runs_to_name_boundaries() -
     assert needles[f"{m}**/.env*"] == needles[f"{m}**/.env*/**"] == {b" .env"}
     assert needles[f"{m}**/*.pem"] == {b".pem\0"}
     assert needles[f"{m}**/id_rsa*"] == {b" id_rsa"}
-    assert needles[f"{m}.docker/config.json"] == {b" .docker\0", b" config.json\0"}
+    assert needles[f"{m}**/.docker/config.json"] == {b" .docker\0", b" config.json\0"}
     assert needles[f"{m}**/secrets.y*ml"] == {b" secrets.y", b"ml\0"}
     assert all(value for value in needles.values())
 
