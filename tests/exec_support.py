@@ -18,7 +18,7 @@ HOST_ENV_SECRET = "HOST-ENV-SECRET-0b7d"
 """Put in the server's environment by tests; a sandboxed program must never see it."""
 PWNED = "PWNED-by-repo-config"
 """Printed by the commands a malicious .git/config tries to run."""
-DENIED_NAMES = frozenset({".env", ".env.prod", "secrets.yaml", ".git"})
+DENIED_NAMES = frozenset({".env", ".env.prod", "secrets.yaml", ".git", "server.pem.", ".git.", "creds.pem"})
 """The deny-listed entries of `build_repo` (`env_link` is a link to `.env`): none may show, not even as a name."""
 _NAME_SEPARATORS = re.compile(r"[\s/'\"`:=,;()\[\]{}<>|*]+")
 
@@ -65,6 +65,7 @@ def build_repo(base: Path) -> Path:
     write(root / "cmp" / "x" / "same.txt", "same\n")
     write(root / "cmp" / "y" / "same.txt", "same\n")
     write(root / ".gitignore", "*.log\n")
+    write(root / "server.pem.", f"KEY={SECRETS[1]}\n")  # committed: a denied name, as Windows spells it
     git(root, "init", "-q", "-b", "main")
     git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "add", "-A", "-f")
     git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-m", "first")
@@ -83,6 +84,8 @@ def build_repo(base: Path) -> Path:
     os.mkfifo(root / "pipe.fifo")
     write(root / "--output=injected.txt", "glob injection bait\n")
     write(root / "list.txt", "README.md\n")
+    for variant in (".git./config", "sub/.docker/config.json", "creds.pem "):
+        write(root / variant, f"KEY={SECRETS[1]}\n")  # denied names spelt as Windows takes them
     return root
 
 

@@ -78,8 +78,11 @@ def test_exclusion_pathspecs_translate_gitignore_patterns() -> None:
         ":(exclude,glob,icase,top)**/.env*",
         ":(exclude,glob,icase,top)**/.env*/**",
         ":(exclude,glob,icase,top)**/config/**",
+        ":(exclude,glob,icase,top)**/config[. ]*/**",  # 'config./' is the same name to the deny-list
         ":(exclude,glob,icase,top)top.key",
         ":(exclude,glob,icase,top)top.key/**",
+        ":(exclude,glob,icase,top)top.key[. ]*",
+        ":(exclude,glob,icase,top)top.key[. ]*/**",
     )
 
 

@@ -44,7 +44,10 @@ CALL_TIMEOUT_S: Final = 10.0
 BACKENDS: Final = ("openat2", "walk", "openat2-noproc", "walk-noproc")
 """Ways the jail can resolve: openat2 or the O_NOFOLLOW walk, each with and without /proc to cross-check."""
 
-DENIED_NAMES: Final = (".env", ".ENV", "id_rsa", ".git", "prod.yaml", "server.pem", "private", "résumé")
+DENIED_NAMES: Final = (
+    *(".env", ".ENV", "id_rsa", ".git", "prod.yaml", "server.pem", "private", "résumé"),
+    *("server.pem.", ".git.", ".netrc ", "x.\uff2b\uff25\uff39", "config.json"),
+)
 """Names of denied entries: none may appear in a listing or search result."""
 
 
@@ -109,6 +112,8 @@ def _symlinks(root: Path, outside: Path) -> dict[str, str]:
         "dev_zero_rel": up + "dev/zero",
         # a symlink whose target uses '..' through a file
         "through_file": "README.md/../.env",
+        # a symlink to the root's parent: everything below it is outside, even the way back in
+        "link_parent": "..",
     }
 
 
@@ -127,6 +132,9 @@ def build(base: Path) -> AttackTree:
     for denied in (".env", ".ENV", "id_rsa", "server.pem", ".git/config", "config/prod.yaml", "private/notes.txt"):
         _write(root / denied, f"{DENIED_MARKER} {denied}\n")
     _write(root / unicodedata.normalize("NFD", "résumé.txt"), f"{DENIED_MARKER} decomposed name\n")
+    # denied names in the spellings Windows, SMB or a formKC file system take for the same name
+    for variant in ("server.pem.", ".netrc ", ".git./config", "x.\uff2b\uff25\uff39", "sub/.docker/config.json"):
+        _write(root / variant, f"{DENIED_MARKER} {variant}\n")
     for name, target in _symlinks(root, outside).items():
         os.symlink(target, root / name)
     os.mkfifo(root / "fifo")

@@ -204,6 +204,54 @@ ROWS = [
     r("private/missing.txt", "path_denied"),
     r("config/prod.yaml/below", "path_denied"),
     r("Private/Missing.txt", "path_denied"),
+    # -- trailing dots and spaces: the same name to Windows, SMB and git's NTFS checks, so denied too ------
+    r("server.pem.", "path_denied"),
+    r("server.pem. .", "path_denied"),
+    r(".netrc ", "path_denied"),
+    r(".git./config", "path_denied"),
+    r(".git . /config", "path_denied"),
+    r("config./prod.yaml", "path_denied"),  # an anchored rule, its directory spelled with a trailing dot
+    r("private../notes.txt", "path_denied"),
+    r("id_ed25519 .", "path_denied"),
+    r("README.md.", "not_found"),  # an allowed name keeps its own answer
+    r("...", "not_found"),
+    # -- compatibility (NFKC) forms of denied names: one name on a formKC file system ----------------
+    r("x.\uff2b\uff25\uff39", "path_denied"),  # fullwidth KEY
+    r("x.KEY", "path_denied"),
+    r("\uff0eenv", "path_denied"),  # a fullwidth full stop
+    r(".\uff45\uff4e\uff56.local", "path_denied"),
+    r("\uff0egit/config", "path_denied"),
+    r("server.\u24df\u24d4\u24dc", "path_denied"),  # circled letters: NFKC makes them 'pem'
+    r("server.pe\u1d50", "path_denied"),  # a modifier letter m
+    r("x.\u212aey", "path_denied"),  # KELVIN SIGN folds to 'k'
+    r("x.k\u212aey", "not_found"),  # 'x.kkey' is no key file: folding does not over-reach
+    # -- anchored rules match at the root only, unanchored ones at any depth --------------------------
+    r("src/config/prod.yaml", "not_found"),  # '/config/prod.yaml' is anchored: not a denied path
+    r("src/private/x.txt", "path_denied"),
+    r("src/pkg/.git/HEAD", "path_denied"),
+    r("src/.env.local", "path_denied"),
+    r("sub/.docker/config.json", "path_denied"),  # the default credential rule holds at any depth
+    r("src/.docker/config.json", "path_denied"),
+    r("src/.ssh/id_ed25519.pub", "path_denied"),
+    # -- a symlink to the root's parent ----------------------------------------------------------------
+    r("link_parent", "path_outside_root"),
+    r("link_parent/repo/README.md", "path_outside_root"),
+    r("link_parent/outside/secret.txt", "path_outside_root"),
+    r("link_parent/repo-evil", "path_outside_root"),
+    r("src/../link_parent/repo/.env", "path_denied"),  # the deny check on the caller's path comes first
+    # -- the root spelled through /proc -------------------------------------------------------------------
+    r("/proc/self/root{root}/README.md", "path_outside_root"),
+    r("/proc/thread-self/root/etc/passwd", "path_outside_root"),
+    r("/proc/1/cwd", "path_outside_root"),
+    # -- limits exactly: the longest accepted component and path reach the file system -------------------
+    r("a" * 255, "not_found"),
+    r("a/" * 2047 + "a", "not_found"),  # 4095 bytes
+    r("./" * 2046 + "README.md", "invalid_arguments"),  # 4101 bytes, though it normalises to 9
+    r("\x00README.md", "invalid_arguments"),
+    r(".env\x00", "invalid_arguments"),
+    r("bad\udcffname", "not_found"),  # a non-UTF-8 byte as surrogateescape spells it: a name like any other
+    r("key\udcff.pem", "path_denied"),  # ... and the deny-list still reads the rest of the name
+    r(".git\udcff/../.env", "path_denied"),
     # -- a denied name as a lexical detour: normalised away, never opened --------------------------
     r("config/prod.yaml/../dev.yaml", FILE),
     r(".git/../README.md", FILE),
@@ -247,7 +295,7 @@ def assert_nothing_leaks(outcome: CallOutcome, user_path: str, tree: AttackTree)
     flat = json.dumps(unquoted, ensure_ascii=False).replace(json.dumps(user_path, ensure_ascii=False)[1:-1], "")
     assert str(tree.base) not in flat, f"a host path the caller did not write: {flat}"
     for name in DENIED_NAMES:
-        if unicodedata.normalize("NFC", name).casefold() not in unicodedata.normalize("NFC", user_path).casefold():
+        if unicodedata.normalize("NFKC", name).casefold() not in unicodedata.normalize("NFKC", user_path).casefold():
             assert f'{name}"' not in flat and f"{name}/" not in flat, f"denied name {name!r} in {flat}"
 
 

@@ -38,6 +38,10 @@ SUBSET = (
     "\uff0e\uff0e/outside/secret.txt",
     ".Git/config",
     "link_in_dir",
+    "server.pem.",
+    "x.\uff2b\uff25\uff39",
+    "sub/.docker/config.json",
+    "link_parent/repo/README.md",
 )
 SUBSET_ROWS = [row for row in ROWS if row.values[0].path in SUBSET]  # pyright: ignore[reportAttributeAccessIssue]
 

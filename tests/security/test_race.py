@@ -158,3 +158,71 @@ def test_flipping_files_and_dirs_to_outside_symlinks_never_leaks(race_root: Path
     allowed = {"ok", "path_outside_root", "not_found", "not_a_file", "not_a_directory", "io_error", "special_file"}
     assert set(outcomes) <= allowed, outcomes
     assert flipper.flips > 100
+
+
+DENIED = "DENIED-RACE-SECRET-3e9d"
+DENIED_TRIES = 4000
+
+
+@pytest.fixture
+def denied_race_root(race_root: Path) -> Path:
+    """`envflip` / `gitflip` swap with in-root links to the denied `.env` / `.git`: only the deny check on the
+    real path (not the jail) stands between the caller and their content."""
+    root, spare = race_root, race_root.parent / "spare"
+    (root / ".env").write_text(f"{DENIED} env\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text(f"{DENIED} git\n")
+    (root / "envflip").write_text(f"{INSIDE} env\n")
+    os.symlink(".env", spare / "envflip")
+    (root / "gitflip").mkdir()
+    (root / "gitflip" / "config").write_text(f"{INSIDE} git\n")
+    os.symlink(".git", spare / "gitflip")
+    return root
+
+
+# The ripgrep engine is not in this table: rg opens the files the census listed by name, so a file swapped for
+# a link to `.env` between the two is read by rg (its Landlock confinement allows the whole root). Known leak,
+# reported; the Python engine reads every file through the jail.
+@pytest.mark.parametrize("backend", ["openat2", "walk-noproc"])
+def test_flipping_entries_to_links_to_denied_files_never_leaks(denied_race_root: Path, backend: str) -> None:
+    root = denied_race_root
+    overrides = {("workspace", "root"): str(root), ("search", "engine"): "python"}
+    ws = Workspace(load_settings(None, env={}, overrides=overrides))
+    if backend == "openat2" and not ws.jail.uses_openat2:
+        ws.close()
+        pytest.skip("openat2 is not available on this kernel")
+    ws.jail.uses_openat2 = backend == "openat2"
+    ws.jail.uses_proc = ws.jail.uses_proc and backend == "openat2"
+    everything = {"include_hidden": True, "include_ignored": True}
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("read_file", {"path": "envflip"}),
+        ("count_lines", {"path": "envflip"}),
+        ("search_text", {"pattern": "RACE|SECRET", "path": "envflip"}),
+        ("read_file", {"path": "gitflip/config"}),
+        ("search_text", {"pattern": "RACE|SECRET", "path": "gitflip", **everything}),
+        ("search_files", {"pattern": "**", "path": "gitflip", **everything}),
+        ("search_text", {"pattern": "RACE|SECRET", "path": ".", **everything}),
+        ("search_text", {"pattern": "SECRET", "path": ".", "output_mode": "count", **everything}),
+    ]
+    spare = root.parent / "spare"
+    flipper = Flipper([(root / name, spare / name) for name in ("envflip", "gitflip")])
+    outcomes: Counter[str] = Counter()
+    leaks: list[str] = []
+    flipper.start()
+    try:
+        for i in range(DENIED_TRIES):
+            tool, arguments = calls[i % len(calls)]
+            kind, text = run_once(ws, tool, arguments)
+            outcomes[kind] += 1
+            if DENIED in text or (arguments.get("output_mode") == "count" and kind == "ok" and '"path":"' in text):
+                leaks.append(f"{tool} {arguments}: {text[:300]}")
+    finally:
+        flipper.stop.set()
+        flipper.join(10)
+        ws.close()
+    print(f"denied race: {DENIED_TRIES} calls, {flipper.flips} flips, outcomes {dict(outcomes)}, leaks {len(leaks)}")
+    assert leaks == []
+    assert outcomes["ok"] > 0 and outcomes["path_denied"] > 0, outcomes
+    # path_outside_root: the directory opened a moment ago was exchanged into the spare directory, outside the root
+    allowed = {"ok", "path_denied", "path_outside_root", "not_found", "not_a_file", "not_a_directory", "io_error"}
+    assert set(outcomes) <= allowed, outcomes

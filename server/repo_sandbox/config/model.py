@@ -31,7 +31,7 @@ DEFAULT_DENY: Final[tuple[str, ...]] = (
     ".npmrc",
     ".git-credentials",
     "credentials.json",
-    ".docker/config.json",
+    "**/.docker/config.json",
     "*.tfstate",
     "secrets.y*ml",
 )

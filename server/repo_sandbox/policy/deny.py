@@ -1,23 +1,41 @@
 """The operator's deny-list: gitignore-syntax globs that hide paths from every tool.
 
-Matching is case-insensitive and Unicode-NFC-normalised, so `.ENV` or a decomposed `é` cannot slip past a
-rule on a case-insensitive or normalising filesystem. Normalisation is used for matching only, never to
-open a file. Every check is fail-closed about the kind of entry: a path is hidden when it matches as a file
-OR as a directory, so a *file* named `.git` (a worktree's pointer) is as hidden as the `.git/` directory.
+Matching is case-insensitive and Unicode-NFKC-normalised, so `.ENV`, a decomposed `é` or a fullwidth `ＫＥＹ`
+cannot slip past a rule on a case-insensitive or normalising filesystem (ZFS offers formKC). Trailing dots and
+spaces of a name do not count either (`server.pem.`, `.git.`, `.netrc ` are the same name to Windows, SMB and
+git's NTFS protection): a path is hidden when it matches as written OR with them removed from every name.
+Normalisation is used for matching only, never to open a file. Every check is fail-closed about the kind of
+entry: a path is hidden when it matches as a file OR as a directory, so a *file* named `.git` (a worktree's
+pointer) is as hidden as the `.git/` directory.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
+from typing import Final
 
 from repo_sandbox.policy.gitignore import IgnoreRules
+
+_TRAILING: Final = ". "
 
 
 def _match_key(rel_path: str) -> str:
     if rel_path.isascii():
-        return rel_path.lower()  # the same as NFC + casefold for ASCII, several times faster
-    return unicodedata.normalize("NFC", rel_path).casefold()
+        return rel_path.lower()  # the same as NFKC + casefold for ASCII, several times faster
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", rel_path).casefold())
+
+
+def _trim(name: str) -> str:
+    trimmed = name.rstrip(_TRAILING)
+    return trimmed if trimmed else name  # '.', '..', '...' stay themselves
+
+
+def _loose_key(key: str) -> str:
+    """The key without the trailing dots and spaces of each name (the key itself when it has none)."""
+    if not any(part.endswith((".", " ")) for part in key.split("/")):
+        return key
+    return "/".join(_trim(part) for part in key.split("/"))
 
 
 class DenyList:
@@ -43,13 +61,19 @@ class DenyList:
         """
         if rel_path in ("", "."):
             return None
-        return self._rule(_match_key(rel_path), is_dir=is_dir)
+        key = _match_key(rel_path)
+        loose = _loose_key(key)
+        return self._rule(key, is_dir=is_dir) or (self._rule(loose, is_dir=is_dir) if loose != key else None)
 
     def entry_rule(self, rel_path: str) -> str | None:
         """The rule hiding this one entry as a file or as a directory (fail closed), ancestors not considered."""
         if rel_path in ("", "."):
             return None
         key = _match_key(rel_path)
+        loose = _loose_key(key)
+        return self._key_rule(key) or (self._key_rule(loose) if loose != key else None)
+
+    def _key_rule(self, key: str) -> str | None:
         if not self._spec.may_match(key):
             return None
         return self._rule(key, is_dir=False) or self._rule(key, is_dir=True)
@@ -58,11 +82,17 @@ class DenyList:
         """The entries of directory `dir_rel` that are themselves denied (each as `is_entry_denied` decides)."""
         prefix = "" if dir_rel in ("", ".") else _match_key(dir_rel) + "/"
         keys = [_match_key(name) for name in names]
-        return {
+        denied = {
             names[i]
             for i in self._spec.candidates(prefix, keys)
             if self._rule(prefix + keys[i], is_dir=False) or self._rule(prefix + keys[i], is_dir=True)
         }
+        loose_prefix = _loose_key(prefix)
+        for name, key in zip(names, keys, strict=True):
+            loose = name not in denied and (loose_prefix != prefix or key.endswith((".", " ")))
+            if loose and self._key_rule(loose_prefix + _loose_key(key)) is not None:
+                denied.add(name)
+        return denied
 
     def is_entry_denied(self, rel_path: str) -> bool:
         """True when this entry itself is hidden; a walker uses it because it never enters denied parents."""

@@ -25,11 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from repo_sandbox.policy._argv import ParsedArgs, parse_args, refuse
 from repo_sandbox.policy.gitcommands import DENIED_SUBCOMMANDS, REVISION_VALUES, SUBCOMMANDS, Subcommand
 from repo_sandbox.policy.gitrevs import RESOLVING, object_checks, split_revision
 from repo_sandbox.policy.programs import ObjectCheck, PathChecker, RenameFollowing, StagePlan
+
+TRAILING_DOTS_OR_SPACES: Final = "[. ]*"
+"""Appended to an exclusion's last name: the same name followed by dots and spaces (and, wider, anything)."""
 
 
 def exclusion_pathspecs(deny_patterns: Iterable[str]) -> tuple[str, ...]:
@@ -44,9 +48,11 @@ def exclusion_pathspecs(deny_patterns: Iterable[str]) -> tuple[str, ...]:
         anchored = "/" in pattern
         pattern = pattern.lstrip("/")
         base = _ascii_glob(pattern if anchored else f"**/{pattern}")
-        if not directory_only:
-            specs.append(f":(exclude,glob,icase,top){base}")
-        specs.append(f":(exclude,glob,icase,top){base}/**")
+        # The deny-list takes a name with trailing dots or spaces for the name itself (`server.pem.`): so do these.
+        for body in (base,) if base.endswith("*") else (base, f"{base}{TRAILING_DOTS_OR_SPACES}"):
+            if not directory_only:
+                specs.append(f":(exclude,glob,icase,top){body}")
+            specs.append(f":(exclude,glob,icase,top){body}/**")
     return tuple(specs)
 
 
