@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 
 import anyio
 import httpx2
@@ -68,6 +69,21 @@ def round_robin_client(replicas: list[Subprocess]) -> tuple[httpx2.AsyncClient, 
     return http, transport
 
 
+@asynccontextmanager
+async def eliciting_client(replicas: list[Subprocess]) -> AsyncIterator[tuple[Client, RoundRobin]]:
+    """A 2026-07-28 client that answers elicitations with 'cli', its requests spread over `replicas` (the
+    balancer's record starts after the handshake)."""
+    http, balancer = round_robin_client(replicas)
+    async with (
+        http,
+        Client(
+            streamable_http_client(replicas[0].mcp_url, http_client=http), mode="auto", elicitation_callback=answer_cli
+        ) as client,
+    ):
+        balancer.served.clear()
+        yield client, balancer
+
+
 async def answer_cli(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
     return ElicitResult(action="accept", content={"answer_1": "cli"})
 
@@ -102,17 +118,8 @@ async def test_every_request_may_land_on_another_replica(replicas: list[Subproce
 async def test_an_elicitation_answer_is_accepted_by_another_replica_with_the_shared_key(
     replicas: list[Subprocess],
 ) -> None:
-    http, balancer = round_robin_client(replicas[:2])
     with anyio.fail_after(30):
-        async with (
-            http,
-            Client(
-                streamable_http_client(replicas[0].mcp_url, http_client=http),
-                mode="auto",
-                elicitation_callback=answer_cli,
-            ) as client,
-        ):
-            balancer.served.clear()
+        async with eliciting_client(replicas[:2]) as (client, balancer):
             result = await client.call_tool("ask_user", ASK)
     calls = [port for port, method in balancer.served if method == "tools/call"]
     assert len(calls) == 2 and calls[0] != calls[1], balancer.served  # asked on one replica, answered on the other
@@ -124,17 +131,8 @@ async def test_an_elicitation_answer_is_accepted_by_another_replica_with_the_sha
 async def test_a_replica_without_the_shared_key_refuses_an_answer_sealed_elsewhere(
     replicas: list[Subprocess],
 ) -> None:
-    http, balancer = round_robin_client([replicas[0], replicas[2]])
     with anyio.fail_after(30):
-        async with (
-            http,
-            Client(
-                streamable_http_client(replicas[0].mcp_url, http_client=http),
-                mode="auto",
-                elicitation_callback=answer_cli,
-            ) as client,
-        ):
-            balancer.served.clear()
+        async with eliciting_client([replicas[0], replicas[2]]) as (client, balancer):
             with pytest.raises(MCPError, match="requestState") as refused:
                 await client.call_tool("ask_user", ASK)
     calls = [port for port, method in balancer.served if method == "tools/call"]
