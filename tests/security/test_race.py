@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
-from attack_tree import OUTSIDE_MARKER, OpenAt2MissingError
+from attack_tree import OUTSIDE_MARKER
 
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.errors import SandboxError
@@ -103,17 +103,26 @@ def _calls() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-@pytest.fixture(params=["openat2", "walk-noproc"])
-def race_ws(request: pytest.FixtureRequest, race_root: Path) -> Iterator[Workspace]:
-    ws = Workspace(load_settings(None, env={}, overrides={("workspace", "root"): str(race_root)}))
-    try:
-        if request.param == "openat2" and not ws.jail.uses_openat2:
-            raise OpenAt2MissingError
-        ws.jail.uses_openat2 = request.param == "openat2"
-        ws.jail.uses_proc = ws.jail.uses_proc and not request.param.endswith("noproc")
-        yield ws
-    except OpenAt2MissingError:
+JAIL_BACKENDS = ["openat2", "walk-noproc"]
+
+
+def workspace_on(root: Path, backend: str, settings: dict[tuple[str, str], Any] | None = None) -> Workspace:
+    """A workspace over `root` whose jail uses `backend` (`settings`: more overrides, keyed (section, key)).
+    Skips the openat2 row on a kernel without openat2, where the server itself uses the walk (the other row)."""
+    ws = Workspace(load_settings(None, env={}, overrides={("workspace", "root"): str(root), **(settings or {})}))
+    if backend == "openat2" and not ws.jail.uses_openat2:
+        ws.close()
         pytest.skip("openat2 is not available on this kernel")
+    ws.jail.uses_openat2 = backend == "openat2"
+    ws.jail.uses_proc = ws.jail.uses_proc and not backend.endswith("noproc")
+    return ws
+
+
+@pytest.fixture(params=JAIL_BACKENDS)
+def race_ws(request: pytest.FixtureRequest, race_root: Path) -> Iterator[Workspace]:
+    ws = workspace_on(race_root, request.param)
+    try:
+        yield ws
     finally:
         ws.close()
 
@@ -183,16 +192,10 @@ def denied_race_root(race_root: Path) -> Path:
 # The ripgrep engine is not in this table: rg opens the files the census listed by name, so a file swapped for
 # a link to `.env` between the two is read by rg (its Landlock confinement allows the whole root). Known leak,
 # reported; the Python engine reads every file through the jail.
-@pytest.mark.parametrize("backend", ["openat2", "walk-noproc"])
+@pytest.mark.parametrize("backend", JAIL_BACKENDS)
 def test_flipping_entries_to_links_to_denied_files_never_leaks(denied_race_root: Path, backend: str) -> None:
     root = denied_race_root
-    overrides = {("workspace", "root"): str(root), ("search", "engine"): "python"}
-    ws = Workspace(load_settings(None, env={}, overrides=overrides))
-    if backend == "openat2" and not ws.jail.uses_openat2:
-        ws.close()
-        pytest.skip("openat2 is not available on this kernel")
-    ws.jail.uses_openat2 = backend == "openat2"
-    ws.jail.uses_proc = ws.jail.uses_proc and backend == "openat2"
+    ws = workspace_on(root, backend, {("search", "engine"): "python"})
     everything = {"include_hidden": True, "include_ignored": True}
     calls: list[tuple[str, dict[str, Any]]] = [
         ("read_file", {"path": "envflip"}),
