@@ -18,6 +18,7 @@ from typing import Final
 from repo_sandbox.policy.gitignore import IgnoreRules
 
 _TRAILING: Final = ". "
+_TRAILING_ENDS: Final = (".", " ")
 
 
 def _match_key(rel_path: str) -> str:
@@ -33,9 +34,16 @@ def _trim(name: str) -> str:
 
 def _loose_key(key: str) -> str:
     """The key without the trailing dots and spaces of each name (the key itself when it has none)."""
-    if not any(part.endswith((".", " ")) for part in key.split("/")):
+    if not any(part.endswith(_TRAILING_ENDS) for part in key.split("/")):
         return key
     return "/".join(_trim(part) for part in key.split("/"))
+
+
+def _keys(rel_path: str) -> tuple[str, ...]:
+    """The keys a path is matched by: as written, and without trailing dots and spaces when that differs."""
+    key = _match_key(rel_path)
+    loose = _loose_key(key)
+    return (key,) if loose == key else (key, loose)
 
 
 class DenyList:
@@ -61,17 +69,19 @@ class DenyList:
         """
         if rel_path in ("", "."):
             return None
-        key = _match_key(rel_path)
-        loose = _loose_key(key)
-        return self._rule(key, is_dir=is_dir) or (self._rule(loose, is_dir=is_dir) if loose != key else None)
+        for key in _keys(rel_path):
+            if (rule := self._rule(key, is_dir=is_dir)) is not None:
+                return rule
+        return None
 
     def entry_rule(self, rel_path: str) -> str | None:
         """The rule hiding this one entry as a file or as a directory (fail closed), ancestors not considered."""
         if rel_path in ("", "."):
             return None
-        key = _match_key(rel_path)
-        loose = _loose_key(key)
-        return self._key_rule(key) or (self._key_rule(loose) if loose != key else None)
+        for key in _keys(rel_path):
+            if (rule := self._key_rule(key)) is not None:
+                return rule
+        return None
 
     def _key_rule(self, key: str) -> str | None:
         if not self._spec.may_match(key):
@@ -89,8 +99,9 @@ class DenyList:
         }
         loose_prefix = _loose_key(prefix)
         for name, key in zip(names, keys, strict=True):
-            loose = name not in denied and (loose_prefix != prefix or key.endswith((".", " ")))
-            if loose and self._key_rule(loose_prefix + _loose_key(key)) is not None:
+            if name in denied or (loose_prefix == prefix and not key.endswith(_TRAILING_ENDS)):
+                continue  # already denied, or nothing to trim: matched as written above
+            if self._key_rule(loose_prefix + _loose_key(key)) is not None:
                 denied.add(name)
         return denied
 
