@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -72,6 +71,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from exc
 
 
+def _near_section(section: str, sections: Iterable[str]) -> list[str]:
+    """The known section a misspelt one most likely meant (difflib loads only for such a variable)."""
+    import difflib
+
+    return difflib.get_close_matches(section, list(sections), n=1, cutoff=0.8)
+
+
 def _env_overrides(env: Mapping[str, str]) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], Source]]:
     sections = _section_models()
     data: dict[str, dict[str, Any]] = {}
@@ -82,7 +88,7 @@ def _env_overrides(env: Mapping[str, str]) -> tuple[dict[str, dict[str, Any]], d
         rest = name[len(ENV_PREFIX) :].lower()
         section, _, key = rest.partition("_")
         if section not in sections or not key:
-            if key and (near := difflib.get_close_matches(section, sections, n=1, cutoff=0.8)):
+            if key and (near := _near_section(section, sections)):
                 raise ConfigError(
                     f"{name}: unknown section '{section}' (did you mean {ENV_PREFIX}{near[0].upper()}_{key.upper()}?)"
                 )
