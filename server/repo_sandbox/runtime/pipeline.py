@@ -146,14 +146,15 @@ def invalid_arguments_from(exc: ValidationError, tool: str) -> InvalidArgumentsE
     )
 
 
-def resolve_spec(tool: str, context: CallContext) -> ToolSpec:
+def resolve_spec(tool: str, context: CallContext, workspace: Workspace) -> ToolSpec:
     """Raises: InvalidArgumentsError for an unknown tool, naming the tools this caller is offered."""
     spec = TOOLS_BY_NAME.get(tool)
     if spec is None:
         from repo_sandbox.runtime.elicitation import ELICIT  # loads the MCP types; only for this mistake
 
+        can_elicit = ELICIT in context.extras
         offered = sorted(
-            name for name, s in TOOLS_BY_NAME.items() if ELICIT in context.extras or not s.needs_elicitation
+            name for name, s in TOOLS_BY_NAME.items() if s.offered(workspace.settings, can_elicit=can_elicit)
         )
         raise InvalidArgumentsError(f"Unknown tool '{tool}'.", hint=f"Use one of: {', '.join(offered)}.", tool=tool)
     return spec
@@ -176,7 +177,7 @@ async def run_tool(workspace: Workspace, call: ToolCall) -> dict[str, Any]:
 
     Synchronous bodies run in a worker thread; `async def` bodies also receive the call context.
     """
-    spec = resolve_spec(call.tool, call.context)
+    spec = resolve_spec(call.tool, call.context, workspace)
     args = validate_arguments(spec, call.arguments)
     if inspect.iscoroutinefunction(spec.body):
         result = await spec.body(workspace, args, call.context)

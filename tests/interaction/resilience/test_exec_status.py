@@ -78,11 +78,13 @@ async def test_disabled_execute_bash_is_reported_without_probing(make_server: Se
     async with open_session(make_server(exec={"enabled": False}), era) as session:
         listed = await session.tool_descriptions()
         refused = await session.call("execute_bash", {"command": "echo hello"})
+        misspelt = await session.call("read_fil", {"path": "README.md"})
         status = (await session.status())["exec"]
         policy = await session.resource("repo-sandbox://policy")
     assert "execute_bash" not in listed
     assert "read_file" in listed
     assert refused["code"] == "command_not_allowed"
+    assert misspelt["hint"] == "Use one of: count_lines, read_file, search_files, search_text."
     assert {"name": "execute_bash", "read_only": False, "available": False} in policy["tools"]
     assert {"name": "read_file", "read_only": True, "available": True} in policy["tools"]
     assert status == {"enabled": False, "sandbox": None, "note": "execute_bash is disabled (exec.enabled = false)."}
