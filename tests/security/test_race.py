@@ -13,7 +13,7 @@ import inspect
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,24 +141,32 @@ def run_once(ws: Workspace, tool: str, arguments: dict[str, Any]) -> tuple[str, 
     return "ok", result.model_dump_json()
 
 
-def test_flipping_files_and_dirs_to_outside_symlinks_never_leaks(race_root: Path, race_ws: Workspace) -> None:
-    root = race_root
-    spare = root.parent / "spare"
-    flipper = Flipper([(root / name, spare / name) for name in ("flip", "flipdir", "rel_flip")])
-    calls = _calls()
+def race(
+    ws: Workspace, flipper: Flipper, calls: list[tuple[str, dict[str, Any]]], tries: int, leaked: Callable[..., bool]
+) -> tuple[Counter[str], list[str]]:
+    """Run `tries` calls round the table while `flipper` flips entries: the outcome kinds and the leaks, where
+    `leaked(arguments, kind, text)` says whether a serialised result gave something away."""
     outcomes: Counter[str] = Counter()
     leaks: list[str] = []
     flipper.start()
     try:
-        for i in range(TRIES):
+        for i in range(tries):
             tool, arguments = calls[i % len(calls)]
-            kind, text = run_once(race_ws, tool, arguments)
+            kind, text = run_once(ws, tool, arguments)
             outcomes[kind] += 1
-            if OUTSIDE_MARKER in text:
-                leaks.append(f"{tool} {arguments}: {text[:200]}")
+            if leaked(arguments, kind, text):
+                leaks.append(f"{tool} {arguments}: {text[:300]}")
     finally:
         flipper.stop.set()
         flipper.join(10)
+    return outcomes, leaks
+
+
+def test_flipping_files_and_dirs_to_outside_symlinks_never_leaks(race_root: Path, race_ws: Workspace) -> None:
+    root = race_root
+    spare = root.parent / "spare"
+    flipper = Flipper([(root / name, spare / name) for name in ("flip", "flipdir", "rel_flip")])
+    outcomes, leaks = race(race_ws, flipper, _calls(), TRIES, lambda arguments, kind, text: OUTSIDE_MARKER in text)
     print(f"race: {TRIES} calls, {flipper.flips} flips, outcomes {dict(outcomes)}, leaks {len(leaks)}")
     assert leaks == []
     assert sum(outcomes.values()) == TRIES
@@ -209,19 +217,14 @@ def test_flipping_entries_to_links_to_denied_files_never_leaks(denied_race_root:
     ]
     spare = root.parent / "spare"
     flipper = Flipper([(root / name, spare / name) for name in ("envflip", "gitflip")])
-    outcomes: Counter[str] = Counter()
-    leaks: list[str] = []
-    flipper.start()
+
+    def leaked(arguments: dict[str, Any], kind: str, text: str) -> bool:
+        counted = arguments.get("output_mode") == "count" and kind == "ok" and '"path":"' in text
+        return DENIED in text or counted  # a count names only files holding the secret
+
     try:
-        for i in range(DENIED_TRIES):
-            tool, arguments = calls[i % len(calls)]
-            kind, text = run_once(ws, tool, arguments)
-            outcomes[kind] += 1
-            if DENIED in text or (arguments.get("output_mode") == "count" and kind == "ok" and '"path":"' in text):
-                leaks.append(f"{tool} {arguments}: {text[:300]}")
+        outcomes, leaks = race(ws, flipper, calls, DENIED_TRIES, leaked)
     finally:
-        flipper.stop.set()
-        flipper.join(10)
         ws.close()
     print(f"denied race: {DENIED_TRIES} calls, {flipper.flips} flips, outcomes {dict(outcomes)}, leaks {len(leaks)}")
     assert leaks == []
