@@ -22,6 +22,7 @@ import pytest
 from attack_tree import OUTSIDE_MARKER
 
 from repo_sandbox.config.loader import load_settings
+from repo_sandbox.engine import select
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.tools.registry import TOOLS_BY_NAME
@@ -194,16 +195,24 @@ def denied_race_root(race_root: Path) -> Path:
     (root / "gitflip").mkdir()
     (root / "gitflip" / "config").write_text(f"{INSIDE} git\n")
     os.symlink(".git", spare / "gitflip")
+    (root / "hardflip").write_text(f"{INSIDE} hard\n")
+    (root / ".env.hard").write_text(f"{DENIED} hard\n")
+    os.link(root / ".env.hard", spare / "hardflip")  # a hard link to a denied file, refused by its link count
     return root
 
 
-# The ripgrep engine is not in this table: rg opens the files the census listed by name, so a file swapped for
-# a link to `.env` between the two is read by rg (its Landlock confinement allows the whole root). Known leak,
-# reported; the Python engine reads every file through the jail.
+# rg opens the files the census listed by name, so a file swapped for a link to `.env` (or a hard link to it)
+# between the two is read by rg: its Landlock domain allows the whole root. The ripgrep row holds because every
+# file rg reports is read again through the jail before its result is believed (`engine.vouch`).
+@pytest.mark.parametrize("engine", ["ripgrep", "python"])
 @pytest.mark.parametrize("backend", JAIL_BACKENDS)
-def test_flipping_entries_to_links_to_denied_files_never_leaks(denied_race_root: Path, backend: str) -> None:
+def test_flipping_entries_to_links_to_denied_files_never_leaks(
+    denied_race_root: Path, backend: str, engine: str
+) -> None:
     root = denied_race_root
-    ws = workspace_on(root, backend, {("search", "engine"): "python"})
+    ws = workspace_on(root, backend, {("search", "engine"): engine})
+    if engine == "ripgrep" and ws.jail.uses_proc:  # without /proc the server itself searches with Python
+        assert select.report(ws)["engine"] == "ripgrep", "no usable rg: the ripgrep wheel is a dependency"
     everything = {"include_hidden": True, "include_ignored": True}
     calls: list[tuple[str, dict[str, Any]]] = [
         ("read_file", {"path": "envflip"}),
@@ -214,13 +223,16 @@ def test_flipping_entries_to_links_to_denied_files_never_leaks(denied_race_root:
         ("search_files", {"pattern": "**", "path": "gitflip", **everything}),
         ("search_text", {"pattern": "RACE|SECRET", "path": ".", **everything}),
         ("search_text", {"pattern": "SECRET", "path": ".", "output_mode": "count", **everything}),
+        ("search_text", {"pattern": "SECRET", "path": ".", "output_mode": "files_with_matches", **everything}),
+        ("search_text", {"pattern": "RACE|SECRET", "path": ".", "context": 1, **everything}),
     ]
     spare = root.parent / "spare"
-    flipper = Flipper([(root / name, spare / name) for name in ("envflip", "gitflip")])
+    flipper = Flipper([(root / name, spare / name) for name in ("envflip", "gitflip", "hardflip")])
 
     def leaked(arguments: dict[str, Any], kind: str, text: str) -> bool:
-        counted = arguments.get("output_mode") == "count" and kind == "ok" and '"path":"' in text
-        return DENIED in text or counted  # a count names only files holding the secret
+        # a count or a file list names only files holding the secret: the in-root files say RACE, not SECRET
+        named = arguments.get("output_mode") in ("count", "files_with_matches") and kind == "ok" and "flip" in text
+        return DENIED in text or named
 
     try:
         outcomes, leaks = race(ws, flipper, calls, DENIED_TRIES, leaked)

@@ -53,7 +53,7 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
-def _read_at_most(fd: int, size_hint: int, max_bytes: int) -> bytes | None:
+def read_at_most(fd: int, size_hint: int, max_bytes: int) -> bytes | None:
     """The whole file, or None when it holds more than `max_bytes` (it may grow after `fstat`)."""
     chunks: list[bytes] = []
     got = 0
@@ -135,7 +135,7 @@ class _TreeSearch:
         if looks_binary(os.pread(fd, SNIFF_BYTES, 0)):
             batch.kinds.append((BINARY, rel_path))
             return
-        data = _read_at_most(fd, size, self.max_bytes)
+        data = read_at_most(fd, size, self.max_bytes)
         if data is None:
             batch.kinds.append((TOO_LARGE, rel_path))
         elif looks_binary(data[:SNIFF_BYTES]):

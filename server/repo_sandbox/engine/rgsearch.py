@@ -10,7 +10,8 @@ policy walker's, whatever rg did. Results are the Python engine's, file for file
 - rg is trusted to skip ignored directories only when every ignore file it would read means the same to
   it as to git (`census.simple_rule`); otherwise it runs again with `--no-ignore`;
 - a text file in which rg meets a NUL byte reports no matches (the Python engine does the same);
-- multiline searches, single files and rg failures are answered by the Python engine.
+- multiline searches, single files and rg failures are answered by the Python engine;
+- every file rg reports is read again through the jail, and its result made from those bytes (`engine.vouch`).
 rg itself runs confined by Landlock (`engine.confine`): whatever it follows, it reads only the repository.
 Each workspace has one confined launcher thread per rg binary, started by its first search.
 """
@@ -26,10 +27,12 @@ from typing import Final
 from repo_sandbox.engine import pytree, rgstate
 from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
 from repo_sandbox.engine.confine import Launcher
+from repo_sandbox.engine.pymatch import BatchMatcher, MatchState
 from repo_sandbox.engine.pysearch import Deadline, Query
 from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, build_argv
 from repo_sandbox.engine.ripgrep import Ripgrep
+from repo_sandbox.engine.vouch import Voucher
 from repo_sandbox.errors import IOFailureError
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.workspace import Workspace
@@ -53,6 +56,7 @@ class _Search:
         ws: Workspace,
         rg: Ripgrep,
         request: SearchRequest,
+        query: Query,
         stats: SearchStats,
         dir_fd: int,
         start_rel: str,
@@ -66,6 +70,8 @@ class _Search:
         self.dir_fd = dir_fd
         self.cancel = request.cancel
         self.deadline = Deadline(ws.limits.regex_timeout_s)
+        matcher = BatchMatcher(query, request, self.deadline, MatchState())
+        self.voucher = Voucher(ws, matcher, lines=request.mode == "content")
         self.glob = compile_glob(request.glob) if request.glob else None
         self.census = Census(ws, request, self.glob, known=known_kinds(ws))
         self.prefix = "" if start_rel == "." else start_rel + "/"
@@ -151,10 +157,19 @@ class _Search:
             return None
         return position
 
-    def _file_hits(self, output: FileOutput) -> FileHits:
-        """The hits of one accepted file; the ones inside the request's `keep_hits` window are materialised."""
-        hits: list[LineHit] = []
+    def _file_hits(self, output: FileOutput) -> FileHits | None:
+        """The hits of one accepted file, as the jail reads it (`engine.vouch`); the ones inside the
+        request's `keep_hits` window are materialised. None when the jailed file has none."""
         start, stop = self.request.keep_hits
+        before = self.hits_before
+        rel_path = self._root_path(output.path)
+        vouched = self.voucher.check(rel_path, output, (max(0, start - before), max(0, stop - before)))
+        if vouched is None:
+            return None
+        if not isinstance(vouched, FileOutput):
+            self.hits_before += vouched[0]
+            return FileHits(rel_path, vouched[0], vouched[1])
+        hits: list[LineHit] = []
         if stop > self.hits_before and start < self.hits_before + output.count:
             texts = {number: text for number, _, text in output.lines}
             context = self.request.context
@@ -170,9 +185,9 @@ class _Search:
                     hits.append(hit)
                 index += 1
         self.hits_before += output.count
-        return FileHits(self._root_path(output.path), output.count, hits)
+        return FileHits(rel_path, output.count, hits)
 
-    def _emit(self, position: int, output: FileOutput) -> FileHits:
+    def _emit(self, position: int, output: FileOutput) -> FileHits | None:
         self.census.stats_through(position, self.stats)
         return self._file_hits(output)
 
@@ -200,7 +215,8 @@ class _Search:
                 placed = [(p, output) for output in first.values() if (p := self._placed(output)) is not None]
                 placed.sort(key=lambda item: item[0])
                 for position, output in placed:
-                    yield self._emit(position, output)
+                    if (hits := self._emit(position, output)) is not None:
+                        yield hits
             self.census.stats_through(len(self.census.kinds) - 1, self.stats)
             self.stats.walk_truncated = self.census.walk_truncated
         finally:
@@ -215,9 +231,9 @@ class _Search:
             self._check_cancel()
             seen += 1 if options.count_only else output.count
             position = self._placed(output)
-            if position is not None:
+            if position is not None and (hits := self._emit(position, output)) is not None:
                 yielded = True
-                yield self._emit(position, output)
+                yield hits
         self._finish(process, yielded=yielded)
         if seen <= SWITCH_LINES:  # read to the end, and not that many after all
             rgstate.remember_many_hits(self.ws, self.request, many=False)
@@ -229,12 +245,12 @@ def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: Se
     Raises:
         SandboxError: invalid_regex/invalid_glob, the jail's refusals, timeout, cancelled.
     """
-    Query.compile(
+    query = Query.compile(
         request.pattern,
         fixed_strings=request.fixed_strings,
         case_sensitive=request.case_sensitive,
         multiline=request.multiline,
-    )  # the dialect check: rg never sees a pattern the Python engine would refuse
+    )  # also the dialect check: rg never sees a pattern the Python engine would refuse
     if request.glob:
         compile_glob(request.glob)
     opened, dir_fd, start_rel = ws.jail.open_any(request.path)
@@ -248,7 +264,7 @@ def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: Se
         if launcher is None:
             yield from pytree.iter_file_hits(ws, request, stats)
             return
-        search = _Search(ws, rg, request, stats, dir_fd, start_rel, launcher)
+        search = _Search(ws, rg, request, query, stats, dir_fd, start_rel, launcher)
         try:
             yield from search.run()
         except _Fallback:  # raised before any file is yielded, so `stats` is still untouched

@@ -1,0 +1,134 @@
+"""Nothing rg read is believed until the jail has read it too.
+
+rg opens the files it lists by name. A writer who swaps a listed file (or a directory above it) for a link
+to a denied file (`.env`, `.git/config`), or for a hard link to one, between the census's look and rg's open
+makes rg read that file: its Landlock domain allows the whole root. So each file rg reports is opened again
+here as the policy walker opens it: beneath the root with no symlink on the way, a regular file within the
+size limit and the hard-link policy, no NUL byte. Its result is then made from those bytes only:
+- content mode: rg's lines stand when each one, context included, is the jailed file's line of that number,
+  so nothing is shown that `read_file` would not show; otherwise the file changed under the search and the
+  Python engine searches the jailed bytes instead;
+- count and files_with_matches modes (rg printed counts, not lines): the Python engine counts the jailed bytes.
+A file that cannot be opened that way gives no result, as the Python engine would skip it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import Final
+
+from repo_sandbox.engine.pymatch import BatchMatcher, FileResult
+from repo_sandbox.engine.pytree import read_at_most
+from repo_sandbox.engine.rgprocess import FileOutput
+from repo_sandbox.policy import _beneath
+from repo_sandbox.workspace import Workspace
+
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_BOM: Final = b"\xef\xbb\xbf"
+_NEWLINE: Final = ord("\n")
+_WALK_LINES: Final = 8
+"""Lines up to this far apart are walked newline by newline; farther ones are found by their text."""
+
+
+def _open_without_links(root_fd: int, rel_path: str, *, openat2: bool) -> int:
+    """`rel_path` opened beneath `root_fd`, refusing a symlink anywhere on the way. Raises: OSError."""
+    if openat2:
+        return _beneath.openat2_beneath(root_fd, rel_path, _FILE_FLAGS, no_symlinks=True)
+    *parents, name = rel_path.split("/")
+    dir_fd = root_fd
+    try:
+        for part in parents:
+            if part in ("", ".", ".."):
+                raise OSError(errno.EXDEV, "not a plain relative path")
+            next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            if dir_fd != root_fd:
+                os.close(dir_fd)
+            dir_fd = next_fd
+        return os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    finally:
+        if dir_fd != root_fd:
+            os.close(dir_fd)
+
+
+def jailed_bytes(ws: Workspace, rel_path: str) -> bytes | None:
+    """The file's bytes as the policy walker would read them, or None when it would not read them."""
+    jail = ws.jail
+    try:
+        fd = _open_without_links(jail.root_fd, rel_path, openat2=jail.uses_openat2)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        max_bytes = ws.limits.max_file_bytes
+        if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not jail.allow_hard_links):
+            return None
+        if info.st_size > max_bytes:
+            return None
+        data = read_at_most(fd, info.st_size, max_bytes)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if data is None or b"\0" in data:
+        return None
+    return data
+
+
+def _seek(data: bytes, text: bytes, offset: int, line: int, number: int) -> int | None:
+    """Where line `number` starts, if it starts with `text` (non-empty), searching from the start of line
+    `line` at `offset`: the text is looked for, and the lines before a find counted, rather than each line
+    between walked (or split off) one by one."""
+    position = offset
+    while (position := data.find(text, position)) >= 0:
+        if position == offset or data[position - 1] == _NEWLINE:
+            line += data.count(b"\n", offset, position)
+            if line >= number:
+                return position if line == number else None
+            offset = position
+        position += 1
+    return None
+
+
+def lines_hold(data: bytes, output: FileOutput) -> bool:
+    """Whether every line rg printed for the file (in line order) is the line of that number in `data`."""
+    offset = len(_BOM) if data.startswith(_BOM) else 0  # rg reads past a UTF-8 byte-order mark, as we do
+    line = 1
+    size = len(data)
+    for number, _, text in output.lines:
+        if number - line > _WALK_LINES and text:
+            found = _seek(data, text, offset, line, number)
+            if found is None:
+                return False
+            offset, line = found, number
+        while line < number:
+            newline = data.find(b"\n", offset)
+            if newline < 0:
+                return False
+            offset, line = newline + 1, line + 1
+        end = offset + len(text)
+        if (end < size and data[end] != _NEWLINE) or data[offset:end] != text:
+            return False
+    return bool(output.lines)
+
+
+class Voucher:
+    """Checks the files of one rg search; `matcher` searches jailed bytes with the Python engine."""
+
+    def __init__(self, ws: Workspace, matcher: BatchMatcher, *, lines: bool) -> None:
+        self.ws = ws
+        self.matcher = matcher
+        self.lines = lines
+        """rg printed lines (content mode): they may stand; else only its counts, which never do."""
+
+    def check(self, rel_path: str, output: FileOutput, keep: tuple[int, int]) -> FileOutput | FileResult:
+        """`output` itself when its lines hold, else the Python engine's result over the jailed bytes
+        (`keep`: the hits to materialise, as `BatchMatcher.search`); None when the file gives nothing."""
+        data = jailed_bytes(self.ws, rel_path)
+        if data is None:
+            return None
+        if self.lines and lines_hold(data, output):
+            return output
+        return self.matcher.search(data, 0, len(data), keep)
