@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from repo_sandbox.config.loader import load_settings
+from repo_sandbox.engine.census import Census
 from repo_sandbox.engine.pymatch import BatchMatcher, MatchState
 from repo_sandbox.engine.pysearch import Deadline, Query
 from repo_sandbox.engine.request import SearchRequest
@@ -97,10 +98,13 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..
         ws.close()
 
 
-def _voucher(ws: Workspace, *, mode: str = "content", context: int = 0) -> Voucher:
+def _voucher(ws: Workspace, *, mode: str = "content", context: int = 0, census: Census | None = None) -> Voucher:
+    """A voucher that trusts nothing (no watch mark), unless given a census taken under one."""
     request = SearchRequest(pattern="RACE", mode=mode, context=context)  # type: ignore[arg-type]
     query = Query.compile("RACE", fixed_strings=False, case_sensitive=True, multiline=False)
-    return Voucher(ws, BatchMatcher(query, request, Deadline(5), MatchState()), lines=mode == "content")
+    matcher = BatchMatcher(query, request, Deadline(5), MatchState())
+    mark = None if census is None else ws.trees.watch_mark(ws.walk_options(include_hidden=None, include_ignored=False))
+    return Voucher(ws, matcher, census or Census(ws, request, None), mark, lines=mode == "content")
 
 
 def _reported(path: str, *lines: tuple[int, bool, bytes]) -> FileOutput:
@@ -116,7 +120,7 @@ def test_a_file_the_jail_would_not_read_gives_nothing(
     ws = make()
     assert jailed_bytes(ws, rel) is None
     reported = _reported(rel, (1, True, f"{SECRET} RACE".encode()))
-    assert _voucher(ws, mode=mode).check(rel, reported, (0, 10)) is None
+    assert _voucher(ws, mode=mode).check(rel, 0, reported, (0, 10)) is None
 
 
 def test_a_hard_link_is_read_when_the_policy_allows_hard_links(tmp_path: Path, make: Callable[..., Workspace]) -> None:
@@ -124,13 +128,13 @@ def test_a_hard_link_is_read_when_the_policy_allows_hard_links(tmp_path: Path, m
     os.link(tmp_path / "b.txt", tmp_path / "a.txt")
     ws = make(allow_hard_links=True)
     reported = _reported("a.txt", (1, True, b"RACE here"))
-    assert _voucher(ws).check("a.txt", reported, (0, 10)) is reported
+    assert _voucher(ws).check("a.txt", 0, reported, (0, 10)) is reported
 
 
 def test_lines_that_hold_keep_rgs_output_itself(tmp_path: Path, make: Callable[..., Workspace]) -> None:
     rel = _plain(tmp_path)
     reported = _reported(rel, (1, False, b"one"), (2, True, b"RACE two"), (3, False, b"three"))
-    assert _voucher(make(), context=1).check(rel, reported, (0, 10)) is reported
+    assert _voucher(make(), context=1).check(rel, 0, reported, (0, 10)) is reported
 
 
 @pytest.mark.parametrize(
@@ -147,7 +151,7 @@ def test_lines_that_do_not_hold_are_searched_again_from_the_jailed_bytes(
     tmp_path: Path, make: Callable[..., Workspace], lines: list[tuple[int, bool, bytes]]
 ) -> None:
     rel = _plain(tmp_path)
-    found = _voucher(make()).check(rel, _reported(rel, *lines), (0, 10))
+    found = _voucher(make()).check(rel, 0, _reported(rel, *lines), (0, 10))
     assert isinstance(found, tuple)
     count, hits = found
     assert count == 1 and [(h.line, h.text) for h in hits] == [(2, "RACE two")]
@@ -155,14 +159,14 @@ def test_lines_that_do_not_hold_are_searched_again_from_the_jailed_bytes(
 
 def test_counts_are_never_taken_from_rg(tmp_path: Path, make: Callable[..., Workspace]) -> None:
     rel = _plain(tmp_path)
-    found = _voucher(make(), mode="count").check(rel, FileOutput(rel.encode(), count=5), (0, 0))
+    found = _voucher(make(), mode="count").check(rel, 0, FileOutput(rel.encode(), count=5), (0, 0))
     assert isinstance(found, tuple) and found[0] == 1
 
 
 def test_a_file_that_no_longer_matches_gives_nothing(tmp_path: Path, make: Callable[..., Workspace]) -> None:
     (tmp_path / "a.txt").write_text("nothing to see\n")
-    assert _voucher(make()).check("a.txt", _reported("a.txt", (1, True, b"RACE")), (0, 10)) is None
-    assert _voucher(make(), mode="count").check("a.txt", FileOutput(b"a.txt", count=1), (0, 0)) is None
+    assert _voucher(make()).check("a.txt", 0, _reported("a.txt", (1, True, b"RACE")), (0, 10)) is None
+    assert _voucher(make(), mode="count").check("a.txt", 0, FileOutput(b"a.txt", count=1), (0, 0)) is None
 
 
 @pytest.mark.parametrize(
@@ -176,3 +180,128 @@ def test_a_file_that_no_longer_matches_gives_nothing(tmp_path: Path, make: Calla
 )
 def test_lines_hold_as_rg_prints_them(data: bytes, lines: list[tuple[int, bool, bytes]]) -> None:
     assert lines_hold(data, _reported("a.txt", *lines))
+
+
+def _fake(path: str) -> FileOutput:
+    """Output rg never printed for the file: it stands only when the file is trusted without being read."""
+    return _reported(path, (1, True, b"RACE as rg saw it"))
+
+
+def _census(ws: Workspace) -> Census:
+    census = Census(ws, SearchRequest(pattern="RACE"), None)
+    census.run()
+    assert census.error is None
+    return census
+
+
+def _watched_tree(root: Path, **workspace: Any) -> Workspace:
+    (root / "sub" / "deep").mkdir(parents=True)
+    (root / "a.txt").write_text("RACE one\n")
+    (root / "b.txt").write_text("RACE two\n")
+    (root / "sub" / "deep" / "c.txt").write_text("RACE three\n")
+    overrides: dict[tuple[str, str], Any] = {("workspace", "root"): str(root)}
+    overrides.update({("workspace", key): value for key, value in workspace.items()})
+    ws = Workspace(load_settings(None, env={}, overrides=overrides))
+    _census(ws)  # the first walk builds the tree index and its watches
+    return ws
+
+
+def _trusting(ws: Workspace, *, mode: str = "content") -> tuple[Voucher, Census]:
+    request = SearchRequest(pattern="RACE", mode=mode)  # type: ignore[arg-type]
+    query = Query.compile("RACE", fixed_strings=False, case_sensitive=True, multiline=False)
+    matcher = BatchMatcher(query, request, Deadline(5), MatchState())
+    mark = ws.trees.watch_mark(ws.walk_options(include_hidden=None, include_ignored=False))
+    census = _census(ws)  # after the mark, as the ripgrep engine takes them
+    return Voucher(ws, matcher, census, mark, lines=mode == "content"), census
+
+
+def test_a_quiet_watched_tree_is_trusted_without_reading(tmp_path: Path) -> None:
+    ws = _watched_tree(tmp_path)
+    try:
+        voucher, census = _trusting(ws)
+        position = census.position.get("a.txt")
+        assert position is not None and voucher.mark is not None
+        reported = _fake("a.txt")
+        assert voucher.check("a.txt", position, reported, (0, 10)) is reported
+        counter, census = _trusting(ws, mode="count")
+        position = census.position.get("a.txt")
+        assert position is not None
+        counted = FileOutput(b"a.txt", count=5)
+        assert counter.check("a.txt", position, counted, (0, 0)) is counted
+    finally:
+        ws.close()
+
+
+def _rename_beside(root: Path) -> None:
+    (root / "b.txt").rename(root / "b2.txt")
+
+
+def _swap_and_back(root: Path) -> None:
+    os.symlink(".env", root / "spare")
+    for _ in range(2):
+        os.rename(root / "a.txt", root / "held")
+        os.rename(root / "spare", root / "a.txt")
+        os.rename(root / "held", root / "spare")
+
+
+def _deep_create(root: Path) -> None:
+    (root / "sub" / "deep" / "new.txt").write_text("x\n")
+
+
+def _hard_link_made(root: Path) -> None:
+    os.link(root / "b.txt", root / "sub" / "b-link")
+
+
+@pytest.mark.parametrize("change", [_rename_beside, _swap_and_back, _deep_create, _hard_link_made])
+def test_any_change_of_an_entry_after_the_mark_means_reading_again(
+    tmp_path: Path, change: Callable[[Path], None]
+) -> None:
+    ws = _watched_tree(tmp_path)
+    try:
+        voucher, census = _trusting(ws)
+        position = census.position.get("a.txt")
+        assert position is not None
+        change(tmp_path)
+        found = voucher.check("a.txt", position, _fake("a.txt"), (0, 10))  # a.txt is itself again, or untouched
+        assert isinstance(found, tuple) and [h.text for h in found[1]] == ["RACE one"]
+    finally:
+        ws.close()
+
+
+def test_another_file_under_the_name_is_read_again_even_in_a_quiet_tree(tmp_path: Path) -> None:
+    ws = _watched_tree(tmp_path)
+    try:
+        voucher, census = _trusting(ws)
+        other = census.position.get("b.txt")  # the census saw another inode at this position
+        assert other is not None
+        found = voucher.check("a.txt", other, _fake("a.txt"), (0, 10))
+        assert isinstance(found, tuple) and [h.text for h in found[1]] == ["RACE one"]
+    finally:
+        ws.close()
+
+
+@pytest.mark.parametrize("mode", ["stat", "off"])
+def test_without_watches_everything_is_read_again(tmp_path: Path, mode: str) -> None:
+    ws = _watched_tree(tmp_path, tree_index=mode)
+    try:
+        voucher, census = _trusting(ws)
+        assert voucher.mark is None
+        position = census.position.get("a.txt")
+        assert position is not None
+        found = voucher.check("a.txt", position, _fake("a.txt"), (0, 10))
+        assert isinstance(found, tuple) and [h.text for h in found[1]] == ["RACE one"]
+    finally:
+        ws.close()
+
+
+def test_a_closed_index_is_never_quiet(tmp_path: Path) -> None:
+    ws = _watched_tree(tmp_path)
+    try:
+        voucher, census = _trusting(ws)
+        position = census.position.get("a.txt")
+        assert position is not None and voucher.mark is not None
+        ws.trees.close()  # e.g. the index was dropped for another option set
+        found = voucher.check("a.txt", position, _fake("a.txt"), (0, 10))
+        assert isinstance(found, tuple)
+    finally:
+        ws.close()

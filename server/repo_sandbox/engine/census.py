@@ -129,6 +129,9 @@ class Census:
     kinds: bytearray = field(default_factory=bytearray)
     """Each census file's kind, in path order (a file's position is its index here)."""
     position: Positions = field(default_factory=Positions)
+    devices: array[int] = field(default_factory=lambda: array("Q"))
+    inodes: array[int] = field(default_factory=lambda: array("Q"))
+    """Each census file's device and inode as the census saw it (`same_file` compares them later)."""
     walk_truncated: bool = False
     rg_ignores_agree: bool = True
     """No ignore file that ripgrep could read differently (see `simple_rule`), no `.rgignore`, and none
@@ -172,10 +175,12 @@ class Census:
                     rel = prefix + name
                     if not is_presentable(rel):
                         continue
-                    kind = self._kind(walk, run, name, rel, slot + offset)
-                    if kind is not None:
+                    seen = self._kind(walk, run, name, rel, slot + offset)
+                    if seen is not None:
                         positions[offset] = len(self.kinds)
-                        self.kinds.append(kind)
+                        self.kinds.append(seen[0])
+                        self.devices.append(seen[1].st_dev)
+                        self.inodes.append(seen[1].st_ino)
                 self.position.add(run, positions)
                 if progress is not None:
                     progress.files = len(self.kinds)
@@ -187,8 +192,9 @@ class Census:
                 and all(simple_rule(line) for line in walk.ignore_lines)
             )
 
-    def _kind(self, walk: Walk, run: Run, name: str, rel: str, slot: int) -> int | None:
-        """The file's kind, or None when the walk's policy refuses it (not a regular file, hard-linked)."""
+    def _kind(self, walk: Walk, run: Run, name: str, rel: str, slot: int) -> tuple[int, os.stat_result] | None:
+        """The file's kind and what its stat said, or None when the walk's policy refuses it (not a regular
+        file, hard-linked)."""
         try:
             info = os.stat(name, dir_fd=run.dir_fd, follow_symlinks=False)
         except OSError:
@@ -196,22 +202,22 @@ class Census:
         if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not walk.jail.allow_hard_links):
             return None
         if info.st_size > self.max_bytes:
-            return TOO_LARGE
+            return TOO_LARGE, info
         if run.facts is not None:
             remembered = facts.recall(run.facts, slot, info)
             if remembered is not None:
-                return remembered[0]
+                return remembered[0], info
         else:
             known = self.known.get(rel)
             if known is not None and known[0] == _identity(info):
-                return known[1]
+                return known[1], info
         opened = walk.open_at(run.dir_fd, name)
         if opened is None:
             return None
         fd, info = opened
         try:
             if info.st_size > self.max_bytes:
-                return TOO_LARGE
+                return TOO_LARGE, info
             kind = BINARY if looks_binary(os.pread(fd, SNIFF_BYTES, 0)) else TEXT
         finally:
             os.close(fd)
@@ -221,7 +227,7 @@ class Census:
             facts.remember(run.facts, slot, info, kind, racy_ns=RACY_NS)
         elif len(self.known) < MAX_KNOWN and time.time_ns() - info.st_ctime_ns > RACY_NS:
             self.known[rel] = (_identity(info), kind)
-        return kind
+        return kind, info
 
     def stats_through(self, index: int, stats: SearchStats) -> None:
         """Set `stats` to the counts of the files up to and including `index` (-1: none); call after `done`."""
@@ -234,6 +240,10 @@ class Census:
             counted[kind + 1] += kinds.count(kind, counted[0], end)
         counted[0] = max(counted[0], end)
         stats.files_searched, stats.skipped_binary, stats.skipped_too_large = counted[1:]
+
+    def same_file(self, position: int, info: os.stat_result) -> bool:
+        """Whether `info` is of the file the census saw at `position` (same device and inode)."""
+        return self.inodes[position] == info.st_ino and self.devices[position] == info.st_dev
 
     def progress(self) -> int:
         return len(self.kinds)

@@ -70,14 +70,15 @@ class _Search:
         self.dir_fd = dir_fd
         self.cancel = request.cancel
         self.deadline = Deadline(ws.limits.regex_timeout_s)
-        matcher = BatchMatcher(query, request, self.deadline, MatchState())
-        self.voucher = Voucher(ws, matcher, lines=request.mode == "content")
         self.glob = compile_glob(request.glob) if request.glob else None
         self.census = Census(ws, request, self.glob, known=known_kinds(ws))
         self.prefix = "" if start_rel == "." else start_rel + "/"
         self.hits_before = 0
         self.process: RgProcess | None = None
         options = ws.walk_options(include_hidden=request.include_hidden, include_ignored=request.include_ignored)
+        matcher = BatchMatcher(query, request, self.deadline, MatchState())
+        mark = ws.trees.watch_mark(options)  # before the census looks at anything
+        self.voucher = Voucher(ws, matcher, self.census, mark, lines=request.mode == "content")
         deny = ws.settings.workspace.effective_deny
         self.base = RgOptions(
             count_only=request.mode != "content",
@@ -157,13 +158,13 @@ class _Search:
             return None
         return position
 
-    def _file_hits(self, output: FileOutput) -> FileHits | None:
+    def _file_hits(self, position: int, output: FileOutput) -> FileHits | None:
         """The hits of one accepted file, as the jail reads it (`engine.vouch`); the ones inside the
         request's `keep_hits` window are materialised. None when the jailed file has none."""
         start, stop = self.request.keep_hits
         before = self.hits_before
         rel_path = self._root_path(output.path)
-        vouched = self.voucher.check(rel_path, output, (max(0, start - before), max(0, stop - before)))
+        vouched = self.voucher.check(rel_path, position, output, (max(0, start - before), max(0, stop - before)))
         if vouched is None:
             return None
         if not isinstance(vouched, FileOutput):
@@ -189,7 +190,7 @@ class _Search:
 
     def _emit(self, position: int, output: FileOutput) -> FileHits | None:
         self.census.stats_through(position, self.stats)
-        return self._file_hits(output)
+        return self._file_hits(position, output)
 
     def _first_run(self, options: RgOptions, *, many: bool) -> dict[bytes, FileOutput] | RgProcess:
         """Every file's output of an unsorted run, or (too many hits, or known to have many) the started
@@ -214,6 +215,7 @@ class _Search:
             else:
                 placed = [(p, output) for output in first.values() if (p := self._placed(output)) is not None]
                 placed.sort(key=lambda item: item[0])
+                self.voucher.trust([(self._root_path(output.path), position) for position, output in placed])
                 for position, output in placed:
                     if (hits := self._emit(position, output)) is not None:
                         yield hits

@@ -10,6 +10,13 @@ size limit and the hard-link policy, no NUL byte. Its result is then made from t
   Python engine searches the jailed bytes instead;
 - count and files_with_matches modes (rg printed counts, not lines): the Python engine counts the jailed bytes.
 A file that cannot be opened that way gives no result, as the Python engine would skip it.
+
+Reading again is skipped where it provably changes nothing: when the tree index watched every directory
+from before the census began (`tree.watch.WatchMark`), each file still has the device and inode the census
+saw once rg has printed it, and only then no directory has seen an entry created, removed, renamed or
+relinked. A swap still in place shows in the identity; one already undone had its event queued before the
+directory could be changed back (the kernel queues it while the directory is still locked), so it shows in
+the watch.
 """
 
 from __future__ import annotations
@@ -19,10 +26,12 @@ import os
 import stat
 from typing import Final
 
+from repo_sandbox.engine.census import Census
 from repo_sandbox.engine.pymatch import BatchMatcher, FileResult
 from repo_sandbox.engine.pytree import read_at_most
 from repo_sandbox.engine.rgprocess import FileOutput
 from repo_sandbox.policy import _beneath
+from repo_sandbox.tree.watch import WatchMark
 from repo_sandbox.workspace import Workspace
 
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
@@ -115,17 +124,44 @@ def lines_hold(data: bytes, output: FileOutput) -> bool:
 
 
 class Voucher:
-    """Checks the files of one rg search; `matcher` searches jailed bytes with the Python engine."""
+    """Checks the files of one rg search; `matcher` searches jailed bytes with the Python engine, `mark` is
+    the tree's watch state taken before the census began (None: every file is read again)."""
 
-    def __init__(self, ws: Workspace, matcher: BatchMatcher, *, lines: bool) -> None:
+    def __init__(
+        self, ws: Workspace, matcher: BatchMatcher, census: Census, mark: WatchMark | None, *, lines: bool
+    ) -> None:
         self.ws = ws
         self.matcher = matcher
+        self.census = census
+        self.mark = mark
         self.lines = lines
-        """rg printed lines (content mode): they may stand; else only its counts, which never do."""
+        """rg printed lines (content mode): they may stand; else only its counts, which stand only if trusted."""
+        self._trusted: set[int] = set()
 
-    def check(self, rel_path: str, output: FileOutput, keep: tuple[int, int]) -> FileOutput | FileResult:
-        """`output` itself when its lines hold, else the Python engine's result over the jailed bytes
-        (`keep`: the hits to materialise, as `BatchMatcher.search`); None when the file gives nothing."""
+    def trust(self, files: list[tuple[str, int]]) -> None:
+        """Decide for these (root-relative path, census position) files, which rg has printed, whether rg
+        read what the census saw (see the module's docstring): their identities first, the watch after."""
+        if self.mark is None:
+            return
+        root_fd = self.ws.jail.root_fd
+        same: list[int] = []
+        for rel_path, position in files:
+            try:
+                info = os.stat(rel_path, dir_fd=root_fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if self.census.same_file(position, info):
+                same.append(position)
+        if same and self.mark.quiet_since():
+            self._trusted.update(same)
+
+    def check(self, rel_path: str, position: int, output: FileOutput, keep: tuple[int, int]) -> FileOutput | FileResult:
+        """`output` itself when trusted or its lines hold, else the Python engine's result over the jailed
+        bytes (`keep`: the hits to materialise, as `BatchMatcher.search`); None when the file gives nothing."""
+        if position not in self._trusted:
+            self.trust([(rel_path, position)])  # a stream's files come one at a time
+        if position in self._trusted:
+            return output
         data = jailed_bytes(self.ws, rel_path)
         if data is None:
             return None

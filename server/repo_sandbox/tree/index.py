@@ -32,7 +32,7 @@ from repo_sandbox.policy.paths import Jail
 from repo_sandbox.tools._walk import IgnoreStack, WalkOptions, stamp_at
 from repo_sandbox.tree.build import DIR_FLAGS, Builder, TooLarge
 from repo_sandbox.tree.node import Node
-from repo_sandbox.tree.watch import Subscription, WatchHub
+from repo_sandbox.tree.watch import Subscription, WatchHub, WatchMark
 
 TreeIndexMode = Literal["watch", "stat", "off"]
 ROOT_IGNORES: Final = IgnoreStack()
@@ -143,6 +143,15 @@ class TreeIndex:
             except OSError:
                 self._drop_all()  # fail closed: the next call tries again from scratch
             return self._snapshot
+
+    def watch_mark(self) -> WatchMark | None:
+        """A mark to ask `quiet_since` about: None unless every directory of a whole listing is watched."""
+        with self._lock:
+            subscription, snapshot = self._subscription, self._snapshot
+            if subscription is None or snapshot is None or snapshot.truncated or self._closed:
+                return None
+            events = subscription.mark()
+            return None if events is None else WatchMark(subscription, events)
 
     def close(self) -> None:
         with self._lock:
@@ -307,6 +316,12 @@ class TreeIndexes:
                     self._indexes.pop(next(iter(self._indexes))).close()
             self._indexes[key] = index
         return index.snapshot()
+
+    def watch_mark(self, options: WalkOptions) -> WatchMark | None:
+        """The mark of the index for these options (see `TreeIndex.watch_mark`); None when there is none yet."""
+        with self._lock:
+            index = self._indexes.get((options.include_hidden, options.include_ignored))
+        return None if index is None else index.watch_mark()
 
     def indexes(self) -> list[TreeIndex]:
         with self._lock:

@@ -23,6 +23,7 @@ import ctypes
 import os
 import struct
 import threading
+from dataclasses import dataclass
 from typing import Final
 
 IN_ATTRIB: Final = 0x00000004
@@ -139,6 +140,7 @@ class WatchHub:
                 self._fd = -1
             for subscription in self._subscriptions:
                 subscription.overflowed = True
+                subscription.events += 1
             self._holders.clear()
 
     def watch_for(self, subscription: Subscription, path: str, *, follow: bool) -> int:
@@ -179,6 +181,15 @@ class WatchHub:
             subscription.overflowed, subscription.pending = False, set()
             return overflowed, pending
 
+    def quiet_for(self, subscription: Subscription, mark: int | None) -> int | None:
+        """The subscription's event count after reading the queue; None when it has seen more than `mark`
+        (any, when `mark` is None) or can no longer see events (closed, here or by its owner)."""
+        with self._lock:
+            self._drain()
+            if self._fd < 0 or subscription.closed or (mark is not None and subscription.events != mark):
+                return None
+            return subscription.events
+
     def _drain(self) -> None:
         """Read every queued event and hand each to the subscriptions holding its watch descriptor (the lock is
         held)."""
@@ -194,6 +205,7 @@ class WatchHub:
             if not data or drained > PARSE_BYTES:  # a read error, or a flood: nothing is worth parsing
                 for subscription in self._subscriptions:
                     subscription.overflowed = True
+                    subscription.events += 1
                 if not data:
                     return
                 continue
@@ -207,12 +219,14 @@ class WatchHub:
             if mask & IN_Q_OVERFLOW:
                 for subscription in self._subscriptions:
                     subscription.overflowed = True
+                    subscription.events += 1
                 continue
             holders = self._holders.get(wd)
             if holders is None:
                 continue
             for subscription in holders:
                 subscription.pending.add(wd)
+                subscription.events += 1
             if mask & IN_IGNORED:  # the kernel removed the watch (its directory is gone)
                 del self._holders[wd]
 
@@ -224,6 +238,9 @@ class Subscription:
         self.hub = hub
         self.pending: set[int] = set()
         self.overflowed = False
+        self.events = 0
+        """Events (and overflows) that reached this subscription, ever: `take` does not reset it."""
+        self.closed = False
         self._refs: dict[int, int] = {}
 
     def add(self, path: str, *, follow: bool = False) -> int:
@@ -247,8 +264,31 @@ class Subscription:
         closed hub reports an overflow every time (nothing it says can be trusted)."""
         return self.hub.take_for(self)
 
+    def mark(self) -> int | None:
+        """The count of events so far (the queue read first), for `quiet_since`; None once closed."""
+        return self.hub.quiet_for(self, None)
+
+    def quiet_since(self, mark: int) -> bool:
+        """Whether no event has reached this subscription since `mark()` returned `mark` (the queue read
+        first), and it still watches. The kernel queues a directory's event before the operation that
+        caused it releases the directory, so no later change of that directory can precede the event."""
+        return self.hub.quiet_for(self, mark) is not None
+
     def close(self) -> None:
         """Drop every watch this subscription holds (watches other subscriptions share stay)."""
+        self.closed = True
         wds = list(self._refs)
         self._refs.clear()
         self.hub.leave(self, wds)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchMark:
+    """The watch state of a whole tree at one moment: `quiet_since()` says whether no entry of any of its
+    directories was created, removed, renamed or relinked since (and the watches still stand)."""
+
+    subscription: Subscription
+    events: int
+
+    def quiet_since(self) -> bool:
+        return self.subscription.quiet_since(self.events)
