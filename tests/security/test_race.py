@@ -23,6 +23,7 @@ from attack_tree import OUTSIDE_MARKER
 
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.engine import select
+from repo_sandbox.engine.vouch import Voucher
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.tools.registry import TOOLS_BY_NAME
@@ -53,11 +54,12 @@ def _renameat2_works(tmp: Path) -> bool:
 
 
 class Flipper(threading.Thread):
-    """Exchanges each (entry, spare) pair over and over until stopped."""
+    """Exchanges each (entry, spare) pair over and over until stopped, resting `pause_s` after each exchange."""
 
-    def __init__(self, pairs: list[tuple[Path, Path]]) -> None:
+    def __init__(self, pairs: list[tuple[Path, Path]], pause_s: float = 0.0) -> None:
         super().__init__(daemon=True)
         self.pairs = pairs
+        self.pause_s = pause_s
         self.flips = 0
         self.stop = threading.Event()
 
@@ -66,6 +68,8 @@ class Flipper(threading.Thread):
             for entry, spare in self.pairs:
                 exchange(entry, spare)
                 self.flips += 1
+                if self.pause_s:
+                    self.stop.wait(self.pause_s)
 
 
 @pytest.fixture
@@ -202,14 +206,26 @@ def denied_race_root(race_root: Path) -> Path:
 
 
 # rg opens the files the census listed by name, so a file swapped for a link to `.env` (or a hard link to it)
-# between the two is read by rg: its Landlock domain allows the whole root. The ripgrep row holds because every
-# file rg reports is read again through the jail before its result is believed (`engine.vouch`).
-@pytest.mark.parametrize("engine", ["ripgrep", "python"])
+# between the two is read by rg: its Landlock domain allows the whole root. The ripgrep rows hold because every
+# file rg reports is read again through the jail before its result is believed, unless the watched tree provably
+# did not change under rg (`engine.vouch`): the paced rows rest between swaps, so that both ways are taken.
+@pytest.mark.parametrize(
+    ("engine", "pause_s"), [("ripgrep", 0.0), ("ripgrep", 0.015), ("python", 0.0)], ids=["rg", "rg-paced", "python"]
+)
 @pytest.mark.parametrize("backend", JAIL_BACKENDS)
 def test_flipping_entries_to_links_to_denied_files_never_leaks(
-    denied_race_root: Path, backend: str, engine: str
+    denied_race_root: Path, backend: str, engine: str, pause_s: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = denied_race_root
+    believed: Counter[str] = Counter()
+    check = Voucher.check
+
+    def counted_check(self: Voucher, rel_path: str, position: int, *rest: Any) -> Any:
+        found = check(self, rel_path, position, *rest)
+        believed["unread" if position in self._trusted else "read again"] += 1  # pyright: ignore[reportPrivateUsage]
+        return found
+
+    monkeypatch.setattr(Voucher, "check", counted_check)
     ws = workspace_on(root, backend, {("search", "engine"): engine})
     if engine == "ripgrep" and ws.jail.uses_proc:  # without /proc the server itself searches with Python
         assert select.report(ws)["engine"] == "ripgrep", "no usable rg: the ripgrep wheel is a dependency"
@@ -227,7 +243,7 @@ def test_flipping_entries_to_links_to_denied_files_never_leaks(
         ("search_text", {"pattern": "RACE|SECRET", "path": ".", "context": 1, **everything}),
     ]
     spare = root.parent / "spare"
-    flipper = Flipper([(root / name, spare / name) for name in ("envflip", "gitflip", "hardflip")])
+    flipper = Flipper([(root / name, spare / name) for name in ("envflip", "gitflip", "hardflip")], pause_s)
 
     def leaked(arguments: dict[str, Any], kind: str, text: str) -> bool:
         # a count or a file list names only files holding the secret: the in-root files say RACE, not SECRET
@@ -238,8 +254,15 @@ def test_flipping_entries_to_links_to_denied_files_never_leaks(
         outcomes, leaks = race(ws, flipper, calls, DENIED_TRIES, leaked)
     finally:
         ws.close()
-    print(f"denied race: {DENIED_TRIES} calls, {flipper.flips} flips, outcomes {dict(outcomes)}, leaks {len(leaks)}")
+    print(
+        f"denied race: {DENIED_TRIES} calls, {flipper.flips} flips, outcomes {dict(outcomes)}, leaks {len(leaks)}, "
+        f"rg output {dict(believed)}"
+    )
     assert leaks == []
+    if engine == "ripgrep" and ws.jail.uses_proc:
+        assert believed["read again"] > 0, believed
+        if pause_s:
+            assert believed["unread"] > 0, believed
     assert outcomes["ok"] > 0 and outcomes["path_denied"] > 0, outcomes
     # path_outside_root: the directory opened a moment ago was exchanged into the spare directory, outside the root
     allowed = {"ok", "path_denied", "path_outside_root", "not_found", "not_a_file", "not_a_directory", "io_error"}
