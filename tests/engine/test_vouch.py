@@ -215,21 +215,32 @@ def _trusting(ws: Workspace, *, mode: str = "content") -> tuple[Voucher, Census]
     return Voucher(ws, matcher, census, mark, lines=mode == "content"), census
 
 
-def test_a_quiet_watched_tree_is_trusted_without_reading(tmp_path: Path) -> None:
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[Workspace]:
     ws = _watched_tree(tmp_path)
-    try:
-        voucher, census = _trusting(ws)
-        position = census.position.get("a.txt")
-        assert position is not None and voucher.mark is not None
-        reported = _fake("a.txt")
-        assert voucher.check("a.txt", position, reported, (0, 10)) is reported
-        counter, census = _trusting(ws, mode="count")
-        position = census.position.get("a.txt")
-        assert position is not None
-        counted = FileOutput(b"a.txt", count=5)
-        assert counter.check("a.txt", position, counted, (0, 0)) is counted
-    finally:
-        ws.close()
+    yield ws
+    ws.close()
+
+
+def _position(census: Census, rel_path: str) -> int:
+    position = census.position.get(rel_path)
+    assert position is not None
+    return position
+
+
+def _assert_read_again(voucher: Voucher, position: int) -> None:
+    found = voucher.check("a.txt", position, _fake("a.txt"), (0, 10))
+    assert isinstance(found, tuple) and [h.text for h in found[1]] == ["RACE one"]  # the jailed bytes, not rg's
+
+
+def test_a_quiet_watched_tree_is_trusted_without_reading(watched: Workspace) -> None:
+    voucher, census = _trusting(watched)
+    assert voucher.mark is not None
+    reported = _fake("a.txt")
+    assert voucher.check("a.txt", _position(census, "a.txt"), reported, (0, 10)) is reported
+    counter, census = _trusting(watched, mode="count")
+    counted = FileOutput(b"a.txt", count=5)
+    assert counter.check("a.txt", _position(census, "a.txt"), counted, (0, 0)) is counted
 
 
 def _rename_beside(root: Path) -> None:
@@ -254,30 +265,24 @@ def _hard_link_made(root: Path) -> None:
 
 @pytest.mark.parametrize("change", [_rename_beside, _swap_and_back, _deep_create, _hard_link_made])
 def test_any_change_of_an_entry_after_the_mark_means_reading_again(
-    tmp_path: Path, change: Callable[[Path], None]
+    tmp_path: Path, watched: Workspace, change: Callable[[Path], None]
 ) -> None:
-    ws = _watched_tree(tmp_path)
-    try:
-        voucher, census = _trusting(ws)
-        position = census.position.get("a.txt")
-        assert position is not None
-        change(tmp_path)
-        found = voucher.check("a.txt", position, _fake("a.txt"), (0, 10))  # a.txt is itself again, or untouched
-        assert isinstance(found, tuple) and [h.text for h in found[1]] == ["RACE one"]
-    finally:
-        ws.close()
+    voucher, census = _trusting(watched)
+    position = _position(census, "a.txt")
+    change(tmp_path)  # a.txt is itself again afterwards, or untouched
+    _assert_read_again(voucher, position)
 
 
-def test_another_file_under_the_name_is_read_again_even_in_a_quiet_tree(tmp_path: Path) -> None:
-    ws = _watched_tree(tmp_path)
-    try:
-        voucher, census = _trusting(ws)
-        other = census.position.get("b.txt")  # the census saw another inode at this position
-        assert other is not None
-        found = voucher.check("a.txt", other, _fake("a.txt"), (0, 10))
-        assert isinstance(found, tuple) and [h.text for h in found[1]] == ["RACE one"]
-    finally:
-        ws.close()
+def test_another_file_under_the_name_is_read_again_even_in_a_quiet_tree(watched: Workspace) -> None:
+    voucher, census = _trusting(watched)
+    _assert_read_again(voucher, _position(census, "b.txt"))  # the census saw another inode at this position
+
+
+def test_a_closed_index_is_never_quiet(watched: Workspace) -> None:
+    voucher, census = _trusting(watched)
+    assert voucher.mark is not None
+    watched.trees.close()  # e.g. the index was dropped for another option set
+    _assert_read_again(voucher, _position(census, "a.txt"))
 
 
 @pytest.mark.parametrize("mode", ["stat", "off"])
@@ -286,22 +291,6 @@ def test_without_watches_everything_is_read_again(tmp_path: Path, mode: str) -> 
     try:
         voucher, census = _trusting(ws)
         assert voucher.mark is None
-        position = census.position.get("a.txt")
-        assert position is not None
-        found = voucher.check("a.txt", position, _fake("a.txt"), (0, 10))
-        assert isinstance(found, tuple) and [h.text for h in found[1]] == ["RACE one"]
-    finally:
-        ws.close()
-
-
-def test_a_closed_index_is_never_quiet(tmp_path: Path) -> None:
-    ws = _watched_tree(tmp_path)
-    try:
-        voucher, census = _trusting(ws)
-        position = census.position.get("a.txt")
-        assert position is not None and voucher.mark is not None
-        ws.trees.close()  # e.g. the index was dropped for another option set
-        found = voucher.check("a.txt", position, _fake("a.txt"), (0, 10))
-        assert isinstance(found, tuple)
+        _assert_read_again(voucher, _position(census, "a.txt"))
     finally:
         ws.close()
