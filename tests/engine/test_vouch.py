@@ -4,6 +4,7 @@ be in by the time it is read again (the race test in tests/security drives the s
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -294,3 +295,39 @@ def test_without_watches_everything_is_read_again(tmp_path: Path, mode: str) -> 
         _assert_read_again(voucher, _position(census, "a.txt"))
     finally:
         ws.close()
+
+
+def _root_on_another_device(monkeypatch: pytest.MonkeyPatch, ws: Workspace) -> None:
+    """Make the root's descriptor report another device, as if the tree held a mount (one whose remote
+    changes inotify may miss)."""
+    real_fstat = os.fstat
+
+    def fstat(fd: int) -> os.stat_result:
+        info = real_fstat(fd)
+        if fd != ws.jail.root_fd:
+            return info
+        fields = list(info)
+        fields[stat.ST_DEV] += 1
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(os, "fstat", fstat)
+
+
+def test_a_directory_on_another_file_system_gives_no_mark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a.txt").write_text("RACE one\n")
+    ws = Workspace(load_settings(None, env={}, overrides={("workspace", "root"): str(tmp_path)}))
+    try:
+        _root_on_another_device(monkeypatch, ws)
+        _census(ws)  # builds the index: its directories are not on the (reported) root device
+        voucher, census = _trusting(ws)
+        assert voucher.mark is None
+        _assert_read_again(voucher, _position(census, "a.txt"))
+    finally:
+        ws.close()
+
+
+def test_a_file_on_another_file_system_is_read_again(watched: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    voucher, census = _trusting(watched)
+    assert voucher.mark is not None
+    _root_on_another_device(monkeypatch, watched)
+    _assert_read_again(voucher, _position(census, "a.txt"))

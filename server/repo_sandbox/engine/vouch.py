@@ -144,13 +144,14 @@ class Voucher:
         if self.mark is None:
             return
         root_fd = self.ws.jail.root_fd
+        root_device = os.fstat(root_fd).st_dev  # files on other file systems (mounts) are always read again
         same: list[int] = []
         for rel_path, position in files:
             try:
                 info = os.stat(rel_path, dir_fd=root_fd, follow_symlinks=False)
             except OSError:
                 continue
-            if self.census.same_file(position, info):
+            if self.census.same_file(position, info) and info.st_dev == root_device:
                 same.append(position)
         if same and self.mark.quiet_since():
             self._trusted.update(same)

@@ -74,6 +74,8 @@ class Snapshot:
     """A directory was not entered (depth cap, out of descriptors): a walk from the root is truncated."""
     with_ignores: tuple[Node, ...]
     retry: tuple[str, ...]
+    one_device: bool = False
+    """Every directory is on the root's file system (which inotify was found to see all changes of)."""
     derived: dict[Hashable, Any] = field(default_factory=dict[Hashable, Any], compare=False)
     """What callers computed from this snapshot alone (`remember`): valid as long as the snapshot is."""
 
@@ -145,10 +147,13 @@ class TreeIndex:
             return self._snapshot
 
     def watch_mark(self) -> WatchMark | None:
-        """A mark to ask `quiet_since` about: None unless every directory of a whole listing is watched."""
+        """A mark to ask `quiet_since` about: None unless every directory of a whole listing is watched, on
+        the root's file system (a mount inside the root may be one whose remote changes inotify misses)."""
         with self._lock:
             subscription, snapshot = self._subscription, self._snapshot
-            if subscription is None or snapshot is None or snapshot.truncated or self._closed:
+            if subscription is None or snapshot is None or snapshot.truncated or not snapshot.one_device:
+                return None
+            if self._closed:
                 return None
             events = subscription.mark()
             return None if events is None else WatchMark(subscription, events)
@@ -280,11 +285,13 @@ class TreeIndex:
             self._by_wd = {}
             self._watch_again_at = time.monotonic() + LIMIT_RETRY_S
         values = nodes.values()
+        root_device = os.fstat(self.jail.root_fd).st_dev
         self._snapshot = Snapshot(
             nodes,
             truncated=any(node.cut for node in values),
             with_ignores=tuple(node for node in values if node.ignore_stamps or not node.ignores_settled),
             retry=tuple(node.rel for node in values if node.retry),
+            one_device=all(node.ident[0] == root_device for node in values),
         )
 
 
