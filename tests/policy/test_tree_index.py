@@ -16,7 +16,7 @@ from repo_sandbox.tools import _walk
 from repo_sandbox.tools._walk import Walk
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
 from repo_sandbox.tree import build, node
-from repo_sandbox.tree import index as index_module
+from repo_sandbox.tree import indexes as indexes_module
 from repo_sandbox.tree.index import TreeIndex
 from repo_sandbox.tree.walk import IndexedWalk, file_runs
 from repo_sandbox.tree.watch import Subscription, WatchHub
@@ -292,7 +292,7 @@ def test_walks_use_the_index_unless_it_is_off(ignore_tree: Path, make_ws: Worksp
 def test_on_a_file_system_inotify_cannot_see_directories_are_restated(
     ignore_tree: Path, make_ws: WorkspaceFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index_module, "watchable", lambda path: False)  # as for NFS, SMB, 9p or FUSE
+    monkeypatch.setattr(indexes_module, "watchable", lambda path: False)  # as for NFS, SMB, 9p or FUSE
     ws = make_ws(ignore_tree)
     assert ws.trees.hub is None
     walk_outcome(ws)
@@ -302,7 +302,7 @@ def test_on_a_file_system_inotify_cannot_see_directories_are_restated(
 
 
 def test_the_local_file_system_is_watchable(tmp_path: Path) -> None:
-    assert index_module.watchable(str(tmp_path)) is True
+    assert indexes_module.watchable(str(tmp_path)) is True
 
 
 # -- what callers keep per snapshot ----------------------------------------------------------------------

@@ -20,7 +20,6 @@ identity (`tree.facts`) before reusing what they learnt from it.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 import time
@@ -43,25 +42,6 @@ BUSY_RETRY_S: Final = 10.0
 """After the watch queue overflowed, how long the index compares time stamps before it watches again."""
 LIMIT_RETRY_S: Final = 300.0
 """After a directory could not be watched (the watch limit), how long before watching is tried again."""
-_REMOTE_FILESYSTEMS: Final = frozenset(
-    {0x6969, 0x517B, 0xFE534D42, 0xFF534D42, 0x01021997, 0x65735546, 0x00C36400, 0x5346414F, 0x73757245, 0x0BD00BD0}
-)
-"""statfs f_type of NFS, SMB, SMB2, CIFS, 9p, FUSE, Ceph, AFS, Coda, Lustre: inotify misses remote changes."""
-
-
-def watchable(path: str) -> bool:
-    """Whether inotify sees every change of the file system holding `path` (not a network or FUSE one)."""
-    buffer = ctypes.create_string_buffer(256)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.statfs(os.fsencode(path), buffer) != 0:
-            return False
-    except (OSError, AttributeError):
-        return False
-    f_type = int.from_bytes(buffer.raw[: ctypes.sizeof(ctypes.c_long)], "little", signed=True) & 0xFFFFFFFF
-    return f_type not in _REMOTE_FILESYSTEMS
-
-
 _DERIVED_LOCK: Final = threading.Lock()
 
 
@@ -293,61 +273,3 @@ class TreeIndex:
             retry=tuple(node.rel for node in values if node.retry),
             one_device=all(node.ident[0] == root_device for node in values),
         )
-
-
-class TreeIndexes:
-    """A workspace's indexes, one per walk option set in use (at most `MAX_INDEXES`, least recently used
-    dropped), sharing one inotify instance."""
-
-    MAX_INDEXES: Final = 2
-
-    def __init__(self, jail: Jail, mode: TreeIndexMode) -> None:
-        self.jail = jail
-        self.mode = mode
-        self.hub = WatchHub.open() if mode == "watch" and watchable(jail.root) else None
-        self._indexes: dict[tuple[bool, bool], TreeIndex] = {}
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def snapshot(self, options: WalkOptions) -> Snapshot | None:
-        if self.mode == "off":
-            return None
-        key = (options.include_hidden, options.include_ignored)
-        with self._lock:
-            if self._closed:
-                return None
-            index = self._indexes.pop(key, None)
-            if index is None:
-                index = TreeIndex(self.jail, options, self.hub)
-                if len(self._indexes) >= self.MAX_INDEXES:
-                    self._indexes.pop(next(iter(self._indexes))).close()
-            self._indexes[key] = index
-        return index.snapshot()
-
-    def watch_mark(self, options: WalkOptions) -> WatchMark | None:
-        """The mark of the index for these options (see `TreeIndex.watch_mark`); None when there is none yet."""
-        with self._lock:
-            index = self._indexes.get((options.include_hidden, options.include_ignored))
-        return None if index is None else index.watch_mark()
-
-    def indexes(self) -> list[TreeIndex]:
-        with self._lock:
-            return list(self._indexes.values())
-
-    def describe(self) -> dict[str, Any]:
-        """The "tree_index" entry of the status resource: the configured mode, whether inotify is used, and
-        each index (one per hidden/ignored option set in use)."""
-        return {
-            "mode": self.mode,
-            "inotify": self.hub is not None,
-            "indexes": [index.describe() for index in self.indexes()],
-        }
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            for index in self._indexes.values():
-                index.close()
-            self._indexes.clear()
-            if self.hub is not None:
-                self.hub.close()
