@@ -241,6 +241,8 @@ def test_flipping_entries_to_links_to_denied_files_never_leaks(
         ("search_text", {"pattern": "SECRET", "path": ".", "output_mode": "count", **everything}),
         ("search_text", {"pattern": "SECRET", "path": ".", "output_mode": "files_with_matches", **everything}),
         ("search_text", {"pattern": "RACE|SECRET", "path": ".", "context": 1, **everything}),
+        ("search_text", {"pattern": "secret", "case_sensitive": False, "glob": "*flip*", **everything}),
+        ("search_text", {"pattern": "SECRET", "fixed_strings": True, "path": "gitflip", **everything}),
     ]
     spare = root.parent / "spare"
     flipper = Flipper([(root / name, spare / name) for name in ("envflip", "gitflip", "hardflip")], pause_s)
