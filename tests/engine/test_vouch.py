@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from repo_sandbox.config.loader import load_settings
+from repo_sandbox.engine import select
 from repo_sandbox.engine.census import Census
 from repo_sandbox.engine.pymatch import BatchMatcher, MatchState
 from repo_sandbox.engine.pysearch import Deadline, Query
 from repo_sandbox.engine.request import SearchRequest
 from repo_sandbox.engine.rgprocess import FileOutput
 from repo_sandbox.engine.vouch import Voucher, jailed_bytes, lines_hold
+from repo_sandbox.tools.search_text import SearchTextArgs, search_text
 from repo_sandbox.workspace import Workspace
 
 SECRET = "SECRET-VOUCH-7f1c"
@@ -331,3 +333,22 @@ def test_a_file_on_another_file_system_is_read_again(watched: Workspace, monkeyp
     assert voucher.mark is not None
     _root_on_another_device(monkeypatch, watched)
     _assert_read_again(voucher, _position(census, "a.txt"))
+
+
+def test_the_status_counts_how_rg_output_was_taken(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("RACE one\n")
+    ws = Workspace(
+        load_settings(None, env={}, overrides={("workspace", "root"): str(tmp_path), ("search", "engine"): "ripgrep"})
+    )
+    try:
+        assert select.report(ws)["rg_output"] == {"files_unread": 0, "files_read_again": 0}
+        args = SearchTextArgs(pattern="RACE")
+        search_text(ws, args)  # no index yet, so no watch mark: read again
+        assert select.report(ws)["rg_output"] == {"files_unread": 0, "files_read_again": 1}
+        search_text(ws, args)  # a quiet watched tree
+        assert select.report(ws)["rg_output"] == {"files_unread": 1, "files_read_again": 1}
+        (tmp_path / "b.txt").write_text("other\n")  # a change before the search began (and its mark) is no reason
+        search_text(ws, args)
+        assert select.report(ws)["rg_output"] == {"files_unread": 2, "files_read_again": 1}
+    finally:
+        ws.close()

@@ -225,6 +225,7 @@ class _Search:
             self._stop_process()
             self.census.stop.set()
             thread.join()
+            rgstate.record_vouching(self.ws, unread=self.voucher.unread, read_again=self.voucher.read_again)
 
     def _stream(self, process: RgProcess, options: RgOptions) -> Iterator[FileHits]:
         yielded = False

@@ -44,6 +44,26 @@ def remember_many_hits(ws: Workspace, request: SearchRequest, *, many: bool) -> 
             remembered.popitem(last=False)
 
 
+_vouching: weakref.WeakKeyDictionary[Workspace, list[int]] = weakref.WeakKeyDictionary()
+_vouching_lock = threading.Lock()
+
+
+def record_vouching(ws: Workspace, *, unread: int, read_again: int) -> None:
+    """Count how one search's rg output was believed (`engine.vouch`): files taken as rg printed them,
+    files read again through the jail."""
+    with _vouching_lock:
+        counts = _vouching.setdefault(ws, [0, 0])
+        counts[0] += unread
+        counts[1] += read_again
+
+
+def vouching(ws: Workspace) -> dict[str, int]:
+    """The workspace's counts so far, for the status resource."""
+    with _vouching_lock:
+        unread, read_again = _vouching.get(ws, (0, 0))
+    return {"files_unread": unread, "files_read_again": read_again}
+
+
 def _page_free(request: SearchRequest) -> SearchRequest:
     return dataclasses.replace(request, keep_hits=(0, 0), cancel=None, progress=None)
 

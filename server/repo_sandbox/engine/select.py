@@ -42,9 +42,14 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
 def report(ws: Workspace) -> dict[str, Any]:
     """The "search" entry of the status resource."""
     rg = ripgrep_for(ws)
-    return {
+    entry: dict[str, Any] = {
         "engine": "ripgrep" if rg is not None else "python",
         "configured": ws.settings.search.engine,
         "ripgrep": rg.describe() if rg is not None else None,
         "python_engine_for": ["multiline searches", "a single file"] if rg is not None else ["every search"],
     }
+    if rg is not None:
+        from repo_sandbox.engine import rgstate
+
+        entry["rg_output"] = rgstate.vouching(ws)
+    return entry

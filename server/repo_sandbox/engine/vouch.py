@@ -137,6 +137,10 @@ class Voucher:
         self.lines = lines
         """rg printed lines (content mode): they may stand; else only its counts, which stand only if trusted."""
         self._trusted: set[int] = set()
+        self.unread = 0
+        """Files whose rg output was taken as printed (trusted)."""
+        self.read_again = 0
+        """Files read again through the jail."""
 
     def trust(self, files: list[tuple[str, int]]) -> None:
         """Decide for these (root-relative path, census position) files, which rg has printed, whether rg
@@ -162,7 +166,9 @@ class Voucher:
         if position not in self._trusted:
             self.trust([(rel_path, position)])  # a stream's files come one at a time
         if position in self._trusted:
+            self.unread += 1
             return output
+        self.read_again += 1
         data = jailed_bytes(self.ws, rel_path)
         if data is None:
             return None
