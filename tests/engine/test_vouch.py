@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from jail_backends import workspace_on
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.engine import select
 from repo_sandbox.engine.census import Census
@@ -84,16 +85,10 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..
     opened: list[Workspace] = []
 
     def factory(**workspace: Any) -> Workspace:
-        overrides: dict[tuple[str, str], Any] = {
-            ("workspace", "root"): str(tmp_path),
-            ("limits", "max_file_bytes"): 4096,
-        }
-        overrides.update({("workspace", key): value for key, value in workspace.items()})
-        ws = Workspace(load_settings(None, env={}, overrides=overrides))
+        settings: dict[tuple[str, str], Any] = {("limits", "max_file_bytes"): 4096}
+        settings.update({("workspace", key): value for key, value in workspace.items()})
+        ws = workspace_on(tmp_path, request.param, settings)
         opened.append(ws)
-        if request.param == "openat2" and not ws.jail.uses_openat2:
-            pytest.skip("openat2 is not available on this kernel")
-        ws.jail.uses_openat2 = request.param == "openat2"
         return ws
 
     yield factory

@@ -21,7 +21,7 @@ import anyio
 import pytest
 from attack_tree import OUTSIDE_MARKER
 
-from repo_sandbox.config.loader import load_settings
+from jail_backends import workspace_on
 from repo_sandbox.engine import select
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.runtime.pipeline import CallContext
@@ -108,18 +108,6 @@ def _calls() -> list[tuple[str, dict[str, Any]]]:
 
 
 JAIL_BACKENDS = ["openat2", "walk-noproc"]
-
-
-def workspace_on(root: Path, backend: str, settings: dict[tuple[str, str], Any] | None = None) -> Workspace:
-    """A workspace over `root` whose jail uses `backend` (`settings`: more overrides, keyed (section, key)).
-    Skips the openat2 row on a kernel without openat2, where the server itself uses the walk (the other row)."""
-    ws = Workspace(load_settings(None, env={}, overrides={("workspace", "root"): str(root), **(settings or {})}))
-    if backend == "openat2" and not ws.jail.uses_openat2:
-        ws.close()
-        pytest.skip("openat2 is not available on this kernel")
-    ws.jail.uses_openat2 = backend == "openat2"
-    ws.jail.uses_proc = ws.jail.uses_proc and not backend.endswith("noproc")
-    return ws
 
 
 @pytest.fixture(params=JAIL_BACKENDS)
