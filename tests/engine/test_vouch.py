@@ -69,6 +69,11 @@ def _gone(root: Path) -> str:
     return "a.txt"
 
 
+def _escape(root: Path) -> str:
+    (root.parent / f"outside-{root.name}.txt").write_text(f"{SECRET} RACE\n")
+    return f"../outside-{root.name}.txt"
+
+
 REFUSED: list[Callable[[Path], str]] = [
     _symlink_to_denied,
     _directory_link_to_git,
@@ -77,6 +82,7 @@ REFUSED: list[Callable[[Path], str]] = [
     _nul_past_head,
     _too_large,
     _gone,
+    _escape,
 ]
 
 
@@ -96,13 +102,16 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..
         ws.close()
 
 
-def _voucher(ws: Workspace, *, mode: str = "content", context: int = 0, census: Census | None = None) -> Voucher:
-    """A voucher that trusts nothing (no watch mark), unless given a census taken under one."""
+def _matcher(mode: str, context: int = 0) -> tuple[SearchRequest, BatchMatcher]:
     request = SearchRequest(pattern="RACE", mode=mode, context=context)  # type: ignore[arg-type]
     query = Query.compile("RACE", fixed_strings=False, case_sensitive=True, multiline=False)
-    matcher = BatchMatcher(query, request, Deadline(5), MatchState())
-    mark = None if census is None else ws.trees.watch_mark(ws.walk_options(include_hidden=None, include_ignored=False))
-    return Voucher(ws, matcher, census or Census(ws, request, None), mark, lines=mode == "content")
+    return request, BatchMatcher(query, request, Deadline(5), MatchState())
+
+
+def _voucher(ws: Workspace, *, mode: str = "content", context: int = 0) -> Voucher:
+    """A voucher that trusts nothing (no watch mark): every file is read again."""
+    request, matcher = _matcher(mode, context)
+    return Voucher(ws, matcher, Census(ws, request, None), None, lines=mode == "content")
 
 
 def _reported(path: str, *lines: tuple[int, bool, bytes]) -> FileOutput:
@@ -205,9 +214,7 @@ def _watched_tree(root: Path, **workspace: Any) -> Workspace:
 
 
 def _trusting(ws: Workspace, *, mode: str = "content") -> tuple[Voucher, Census]:
-    request = SearchRequest(pattern="RACE", mode=mode)  # type: ignore[arg-type]
-    query = Query.compile("RACE", fixed_strings=False, case_sensitive=True, multiline=False)
-    matcher = BatchMatcher(query, request, Deadline(5), MatchState())
+    _, matcher = _matcher(mode)
     mark = ws.trees.watch_mark(ws.walk_options(include_hidden=None, include_ignored=False))
     census = _census(ws)  # after the mark, as the ripgrep engine takes them
     return Voucher(ws, matcher, census, mark, lines=mode == "content"), census
@@ -283,9 +290,13 @@ def test_a_closed_index_is_never_quiet(watched: Workspace) -> None:
     _assert_read_again(voucher, _position(census, "a.txt"))
 
 
-@pytest.mark.parametrize("mode", ["stat", "off"])
-def test_without_watches_everything_is_read_again(tmp_path: Path, mode: str) -> None:
-    ws = _watched_tree(tmp_path, tree_index=mode)
+@pytest.mark.parametrize(
+    "workspace", [{"tree_index": "stat"}, {"tree_index": "off"}, {"max_depth": 1}], ids=["stat", "off", "truncated"]
+)
+def test_without_watches_over_the_whole_tree_everything_is_read_again(
+    tmp_path: Path, workspace: dict[str, Any]
+) -> None:
+    ws = _watched_tree(tmp_path, **workspace)
     try:
         voucher, census = _trusting(ws)
         assert voucher.mark is None
@@ -324,9 +335,9 @@ def test_a_directory_on_another_file_system_gives_no_mark(tmp_path: Path, monkey
 
 
 def test_a_file_on_another_file_system_is_read_again(watched: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    _root_on_another_device(monkeypatch, watched)  # the index's directories were listed before: still marked
     voucher, census = _trusting(watched)
     assert voucher.mark is not None
-    _root_on_another_device(monkeypatch, watched)
     _assert_read_again(voucher, _position(census, "a.txt"))
 
 

@@ -137,6 +137,8 @@ class Voucher:
         self.lines = lines
         """rg printed lines (content mode): they may stand; else only its counts, which stand only if trusted."""
         self._trusted: set[int] = set()
+        self._root_device = os.fstat(ws.jail.root_fd).st_dev
+        """Files on other file systems (mounts inside the root) are always read again."""
         self.unread = 0
         """Files whose rg output was taken as printed (trusted)."""
         self.read_again = 0
@@ -148,14 +150,13 @@ class Voucher:
         if self.mark is None:
             return
         root_fd = self.ws.jail.root_fd
-        root_device = os.fstat(root_fd).st_dev  # files on other file systems (mounts) are always read again
         same: list[int] = []
         for rel_path, position in files:
             try:
                 info = os.stat(rel_path, dir_fd=root_fd, follow_symlinks=False)
             except OSError:
                 continue
-            if self.census.same_file(position, info) and info.st_dev == root_device:
+            if self.census.same_file(position, info) and info.st_dev == self._root_device:
                 same.append(position)
         if same and self.mark.quiet_since():
             self._trusted.update(same)

@@ -131,9 +131,8 @@ class TreeIndex:
         the root's file system (a mount inside the root may be one whose remote changes inotify misses)."""
         with self._lock:
             subscription, snapshot = self._subscription, self._snapshot
-            if subscription is None or snapshot is None or snapshot.truncated or not snapshot.one_device:
-                return None
-            if self._closed:
+            whole = snapshot is not None and not snapshot.truncated and snapshot.one_device
+            if subscription is None or not whole or self._closed:
                 return None
             events = subscription.mark()
             return None if events is None else WatchMark(subscription, events)
