@@ -19,6 +19,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Final
 
+from repo_sandbox.engine.contentindex import IndexUse
 from repo_sandbox.engine.request import SearchRequest, SearchStats
 from repo_sandbox.tools._glob import Glob
 from repo_sandbox.tools._results import is_presentable
@@ -139,6 +140,11 @@ class Census:
     known: dict[str, tuple[tuple[int, ...], int]] = field(default_factory=dict[str, tuple[tuple[int, ...], int]])
     """Kinds sniffed before (see `known_kinds`), by path, with the file identity they were sniffed at; used
     when the walk has no tree index to remember them in."""
+    index: IndexUse | None = None
+    """The search's use of the content index: text files whose signature lacks its literal are left out of
+    `candidates`."""
+    candidates: list[str] = field(default_factory=list[str])
+    """With a literal to probe for, the root-relative paths of the text files that may hold it."""
     done: threading.Event = field(default_factory=threading.Event)
     stop: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
@@ -181,6 +187,8 @@ class Census:
                         self.kinds.append(seen[0])
                         self.devices.append(seen[1].st_dev)
                         self.inodes.append(seen[1].st_ino)
+                        if seen[0] == TEXT and self.index is not None:
+                            self._index_check(rel, seen[1])
                 self.position.add(run, positions)
                 if progress is not None:
                     progress.files = len(self.kinds)
@@ -228,6 +236,11 @@ class Census:
         elif len(self.known) < MAX_KNOWN and time.time_ns() - info.st_ctime_ns > RACY_NS:
             self.known[rel] = (_identity(info), kind)
         return kind, info
+
+    def _index_check(self, rel: str, info: os.stat_result) -> None:
+        assert self.index is not None
+        if not self.index.spares(rel, info) and self.index.probe is not None:
+            self.candidates.append(rel)
 
     def stats_through(self, index: int, stats: SearchStats) -> None:
         """Set `stats` to the counts of the files up to and including `index` (-1: none); call after `done`."""

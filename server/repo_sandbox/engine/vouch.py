@@ -21,7 +21,6 @@ the watch.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from typing import Final
@@ -34,39 +33,17 @@ from repo_sandbox.policy import _beneath
 from repo_sandbox.tree.watch import WatchMark
 from repo_sandbox.workspace import Workspace
 
-_FILE_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _BOM: Final = b"\xef\xbb\xbf"
 _NEWLINE: Final = ord("\n")
 _WALK_LINES: Final = 8
 """Lines up to this far apart are walked newline by newline; farther ones are found by their text."""
 
 
-def _open_without_links(root_fd: int, rel_path: str, *, openat2: bool) -> int:
-    """`rel_path` opened beneath `root_fd`, refusing a symlink anywhere on the way. Raises: OSError."""
-    if openat2:
-        return _beneath.openat2_beneath(root_fd, rel_path, _FILE_FLAGS, no_symlinks=True)
-    *parents, name = rel_path.split("/")
-    dir_fd = root_fd
-    try:
-        for part in parents:
-            if part in ("", ".", ".."):
-                raise OSError(errno.EXDEV, "not a plain relative path")
-            next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
-            if dir_fd != root_fd:
-                os.close(dir_fd)
-            dir_fd = next_fd
-        return os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-    finally:
-        if dir_fd != root_fd:
-            os.close(dir_fd)
-
-
 def jailed_bytes(ws: Workspace, rel_path: str) -> bytes | None:
     """The file's bytes as the policy walker would read them, or None when it would not read them."""
     jail = ws.jail
     try:
-        fd = _open_without_links(jail.root_fd, rel_path, openat2=jail.uses_openat2)
+        fd = _beneath.open_without_links(jail.root_fd, rel_path, openat2=jail.uses_openat2)
     except OSError:
         return None
     try:

@@ -176,3 +176,28 @@ def reopen_via_proc(fd: int, flags: int) -> int:
         OSError: when /proc is unavailable or the inode cannot be opened with `flags`.
     """
     return os.open(f"/proc/self/fd/{fd}", flags)
+
+
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_without_links(root_fd: int, rel_path: str, *, openat2: bool) -> int:
+    """`rel_path` opened for reading beneath `root_fd`, refusing a symlink anywhere on the way (openat2, or a
+    component walk with `O_NOFOLLOW`). Raises: OSError."""
+    if openat2:
+        return openat2_beneath(root_fd, rel_path, _FILE_FLAGS, no_symlinks=True)
+    *parents, name = rel_path.split("/")
+    dir_fd = root_fd
+    try:
+        for part in parents:
+            if part in ("", ".", ".."):
+                raise OSError(errno.EXDEV, "not a plain relative path")
+            next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            if dir_fd != root_fd:
+                os.close(dir_fd)
+            dir_fd = next_fd
+        return os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    finally:
+        if dir_fd != root_fd:
+            os.close(dir_fd)
