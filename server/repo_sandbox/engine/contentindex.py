@@ -15,20 +15,26 @@ batch at a time and at most one child per workspace. The index lives in memory (
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from repo_sandbox.engine.grams import Probe, Signature
-from repo_sandbox.engine.indexer import RECORD, identity
-from repo_sandbox.tree.watch import RACY_NS
+if TYPE_CHECKING:
+    import subprocess
 
+    from repo_sandbox.engine.grams import Probe, Signature
+
+RACY_NS: Final = 2_000_000_000
+"""Files changed less than this long ago (ns) are not indexed (as `tree.watch.RACY_NS`)."""
 MAX_FILTER_BYTES: Final = 64 * 1024 * 1024
 BATCH_FILES: Final = 20_000
 COOLDOWN_S: Final = 1.0
 """Rest between two children, so that a tree that keeps changing does not keep one running."""
+
+
+def identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 class ContentIndex:
@@ -123,6 +129,11 @@ class ContentIndex:
             self._stop.wait(COOLDOWN_S)
 
     def _run_child(self, batch: list[str]) -> None:
+        import subprocess  # the builder's first run, not at start-up
+
+        from repo_sandbox.engine.grams import Signature
+        from repo_sandbox.engine.indexer import RECORD
+
         argv = [
             sys.executable,
             "-m",
@@ -201,6 +212,8 @@ class IndexUse:
     __slots__ = ("content", "probe", "spared", "text_files", "unindexed")
 
     def __init__(self, content: ContentIndex, literal: bytes | None) -> None:
+        from repo_sandbox.engine.grams import Probe  # loaded by the first search
+
         self.content = content
         self.probe = Probe.for_literal(literal)
         self.unindexed: list[tuple[str, tuple[int, ...]]] = []

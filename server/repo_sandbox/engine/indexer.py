@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Final
 
+from repo_sandbox.engine.contentindex import identity
 from repo_sandbox.engine.grams import Signature
 from repo_sandbox.policy._beneath import open_without_links
 from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
@@ -31,10 +32,6 @@ from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
 RECORD: Final = struct.Struct("<QQqqqII")
 """dev, ino, size, mtime_ns, ctime_ns (all 0: not seen), filter modulus (0: not indexed), filter bytes."""
 NICENESS: Final = 10
-
-
-def identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _read_whole(fd: int, size: int) -> bytes | None:
