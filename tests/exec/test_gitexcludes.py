@@ -21,7 +21,7 @@ from repo_sandbox.exec.gitexcludes import spec_needles
 from repo_sandbox.exec.gitnames import GitNames, component_haystack
 from repo_sandbox.exec.sandbox import Backend
 from repo_sandbox.exec.service import exec_service
-from repo_sandbox.policy.git import exclusion_pathspecs
+from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS, exclusion_pathspecs
 from repo_sandbox.workspace import Workspace
 
 GIT = shutil.which("git") or "git"
@@ -41,6 +41,7 @@ def test_needles_of_the_default_rules_anchor_literal_runs_to_name_boundaries() -
     assert needles[f"{m}**/id_rsa*"] == {b" id_rsa"}
     assert needles[f"{m}**/.docker/config.json"] == {b" .docker\0", b" config.json\0"}
     assert needles[f"{m}**/secrets.y*ml"] == {b" secrets.y", b"ml\0"}
+    assert all(needles.pop(spec) is None for spec in NON_ASCII_EXCLUSIONS)  # replaced as a pair, never by needles
     assert all(value for value in needles.values())
 
 

@@ -83,7 +83,10 @@ def test_exclusion_pathspecs_translate_gitignore_patterns() -> None:
         ":(exclude,glob,icase,top)top.key/**",
         ":(exclude,glob,icase,top)top.key[. ]*",
         ":(exclude,glob,icase,top)top.key[. ]*/**",
+        ":(exclude,glob,top)**/*[!\x01-\x7f]*",  # every non-ASCII name, until exec.gitexcludes knows them
+        ":(exclude,glob,top)**/*[!\x01-\x7f]*/**",
     )
+    assert exclusion_pathspecs(["!keep", "# only a comment"]) == ()
 
 
 # -- getopt-style parsing: bundles, attached values, abbreviations ----------------------------------------

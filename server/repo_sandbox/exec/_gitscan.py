@@ -1,10 +1,8 @@
-"""Reading the names of a git repository as raw bytes, and searching needles in them (for `exec.gitnames`).
+"""Reading a git repository's records with git (and loose objects by hand), for `exec.gitnames`.
 
-Every name git stores appears in these bytes as `" name\\0"`: a tree object's entries are
-`<mode> <name>\\0<binary id>`, and index paths are laid out that way per component (`component_haystack`).
-Searches are over lowercased bytes (git's `icase` folds ASCII only). Extra bytes around the names (ids,
-modes, object headers) can only add matches, never hide one. All git runs here read only, under the
-hardened environment of `exec.gitenv`, and are killed after `GIT_TIMEOUT_S`.
+What is read (the index's paths, every tree object) goes to a `Findings` (`exec._gitrecords`): which needles
+occur, and which names hold a byte outside ASCII. All git runs here read only, under the hardened environment
+of `exec.gitenv`, and are killed after `GIT_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -17,6 +15,8 @@ import zlib
 from collections.abc import Callable, Iterable
 from typing import IO, Final
 
+from repo_sandbox.exec._gitrecords import BatchTrees, Findings, ScanError
+
 MAX_TREES: Final = 100_000
 """More tree objects than this in one scan (about 2 s here) and every exclusion is passed instead."""
 MAX_OBJECTS: Final = 4 * MAX_TREES
@@ -28,50 +28,6 @@ MAX_LOOSE_BYTES: Final = 64 * 1024 * 1024
 GIT_TIMEOUT_S: Final = 30.0
 """A git run of the scan taking longer than this is killed (every exclusion passed)."""
 CHUNK: Final = 1 << 20
-
-
-class ScanError(Exception):
-    """The repository cannot be read soundly (git failed, something is not a plain file): fail closed."""
-
-
-def component_haystack(paths: Iterable[bytes]) -> bytes:
-    """Lowercased `b" name\\0"` for every component of every `/`-separated path."""
-    return b"".join(b" " + path.lower().replace(b"/", b"\0 ") + b"\0" for path in paths if path)
-
-
-class NeedleSearch:
-    """Remembers which needles occurred in what it was fed; pieces between NULs are searched once."""
-
-    def __init__(self, needles: Iterable[bytes]) -> None:
-        self.missing = set(needles)
-        self.found: set[bytes] = set()
-        self._seen: set[bytes] = set()
-        self._carry = b""
-
-    @property
-    def done(self) -> bool:
-        return not self.missing
-
-    def feed(self, data: bytes) -> None:
-        """A stream in chunks. A needle holds a NUL only at its end, so it lies within one NUL-separated
-        piece plus the NUL after it: searching each distinct piece once, followed by a NUL, finds it."""
-        pieces = (self._carry + data.lower()).split(b"\0")
-        self._carry = pieces.pop()
-        fresh = set(pieces) - self._seen
-        if len(self._seen) > 1_000_000:
-            self._seen.clear()
-        self._seen |= fresh
-        self.search(b"\0".join(fresh) + b"\0")
-
-    def finish(self) -> None:
-        self.search(self._carry + b"\0")
-        self._carry = b""
-
-    def search(self, haystack: bytes) -> None:
-        """One lowercased block."""
-        hits = {needle for needle in self.missing if needle in haystack}
-        self.found |= hits
-        self.missing -= hits
 
 
 def kind(path: str) -> int | None:
@@ -181,8 +137,8 @@ class GitReader:
         if not stopped and code != 0:
             raise ScanError(f"git {args[0]} exited with {code}")
 
-    def index_needles(self, needles: Iterable[bytes]) -> set[bytes] | None:
-        """The needles in the index's paths; None when the listing is too large."""
+    def index_names(self, needles: Iterable[bytes]) -> Findings | None:
+        """The needles and the non-ASCII names in the index's paths; None when the listing is too large."""
         listing = bytearray()
 
         def collect(chunk: bytes) -> bool:
@@ -192,9 +148,9 @@ class GitReader:
         self.run(["ls-files", "-z"], collect)
         if len(listing) > MAX_INDEX_BYTES:
             return None
-        search = NeedleSearch(needles)
-        search.search(component_haystack(bytes(listing).split(b"\0")))
-        return search.found
+        findings = Findings(needles)
+        findings.paths(bytes(listing).split(b"\0"))
+        return findings
 
     def pack_ids(self, idx_path: str, out: IO[bytes]) -> None:
         """Write the object ids of one pack to `out`, one a line, in pack order (cheaper to read in turn)."""
@@ -216,8 +172,11 @@ class GitReader:
         entries.sort()
         out.writelines(oid + b"\n" for _, oid in entries)
 
-    def tree_needles(self, needles: Iterable[bytes], ids: IO[bytes], trees: IO[bytes]) -> set[bytes] | None:
-        """The needles in the trees among the objects listed in `ids`; None beyond MAX_TREES trees."""
+    def tree_names(self, findings: Findings, ids: IO[bytes], trees: IO[bytes]) -> bool:
+        """Add what the trees among the objects listed in `ids` hold to `findings`; False beyond MAX_TREES trees.
+
+        Raises: ScanError when git fails or prints something unexpected.
+        """
         count = 0
         pending = b""
 
@@ -235,15 +194,16 @@ class GitReader:
         ids.seek(0)
         self.run(["cat-file", "--batch-check=%(objecttype) %(objectname)"], pick_trees, stdin=ids)
         if count > MAX_TREES:
-            return None
+            return False
         trees.flush()
         trees.seek(0)
-        search = NeedleSearch(needles)
+        batch = BatchTrees(findings.tree)
 
         def feed(chunk: bytes) -> bool:
-            search.feed(chunk)
-            return not search.done
+            batch.feed(chunk)
+            return not findings.done
 
         self.run(["cat-file", "--batch"], feed, stdin=trees)
-        search.finish()
-        return search.found
+        if not findings.done:
+            batch.finish()
+        return True

@@ -6,7 +6,8 @@ rename's source, which git pairs only among the paths *deleted* by that commit (
 or against HEAD for what is staged). So blame can name a protected path only if some commit it may walk, or
 the index, deletes one. This module asks git exactly that, once per state of the repository:
 `git log -m --diff-filter=D` over every ref, the reflog and the blamed revisions, limited to the deny-list as
-positive pathspecs, and `git diff --cached --diff-filter=D` for the index. Anything git cannot answer counts as
+positive pathspecs (with the non-ASCII names it refuses, or every non-ASCII path while those are unknown:
+`exec.gitexcludes`), and `git diff --cached --diff-filter=D` for the index. Anything git cannot answer counts as
 "could" (fail closed). With `-C` a line may come from any file of a commit: `exec.service` then allows blame
 only where git's records hold no protected name at all.
 """
@@ -17,10 +18,16 @@ import os
 import threading
 from collections.abc import Callable
 
-from repo_sandbox.exec._gitscan import GitReader, ScanError
+from repo_sandbox.exec._gitrecords import ScanError
+from repo_sandbox.exec._gitscan import GitReader
 from repo_sandbox.exec.gitobjects import BatchCheckFailed, batch_check, resolved
+from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS
 
 MAX_REMEMBERED = 32
+
+
+def _positive(exclusion: str) -> str:
+    return exclusion.replace(":(exclude,", ":(", 1)
 
 
 class RenameSources:
@@ -29,26 +36,29 @@ class RenameSources:
     def __init__(self, git_binary: str | None, env: Callable[[], dict[str, str]], exclusions: tuple[str, ...]):
         self.git_binary = git_binary
         self.env = env
-        self.positive = tuple(spec.replace(":(exclude,", ":(", 1) for spec in exclusions)
+        self.positive = tuple(_positive(spec) for spec in exclusions if spec not in NON_ASCII_EXCLUSIONS)
         self._lock = threading.Lock()
-        self._answers: dict[tuple[int, tuple[str, ...]], bool] = {}
+        self._answers: dict[tuple[int, tuple[str, ...], tuple[str, ...]], bool] = {}
 
-    def may_name_protected(self, generation: int, revisions: tuple[str, ...], cwd: str) -> bool:
+    def may_name_protected(
+        self, generation: int, revisions: tuple[str, ...], cwd: str, non_ascii: tuple[str, ...]
+    ) -> bool:
         """True when a commit blame may walk from `revisions` (or any ref), or the index, deletes a path the
-        deny-list protects, or when git cannot tell."""
-        key = (generation, revisions)
+        deny-list protects (`non_ascii`: the exclusions of the protected non-ASCII names), or when git cannot
+        tell."""
+        key = (generation, revisions, non_ascii)
         with self._lock:
             known = self._answers.get(key)
         if known is not None:
             return known
-        answer = self._ask(revisions, cwd)
+        answer = self._ask(revisions, cwd, (*self.positive, *map(_positive, non_ascii)))
         with self._lock:
             if len(self._answers) >= MAX_REMEMBERED:
                 self._answers.clear()
             self._answers[key] = answer
         return answer
 
-    def _ask(self, revisions: tuple[str, ...], cwd: str) -> bool:
+    def _ask(self, revisions: tuple[str, ...], cwd: str, positive: tuple[str, ...]) -> bool:
         if self.git_binary is None or not self.positive:
             return True
         reader = GitReader(self.git_binary, self.env, cwd)
@@ -61,11 +71,10 @@ class RenameSources:
         log = ["log", "--all", "--reflog", "-m", "--no-renames", "--diff-filter=D", "--format=", "--name-only"]
         try:
             commits = self._commits(revisions, cwd)
-            reader.run([*log, *commits, "--", *self.positive], collect)
+            reader.run([*log, *commits, "--", *positive], collect)
             if not seen:
                 reader.run(
-                    ["diff", "--cached", "--no-renames", "--diff-filter=D", "--name-only", "--", *self.positive],
-                    collect,
+                    ["diff", "--cached", "--no-renames", "--diff-filter=D", "--name-only", "--", *positive], collect
                 )
         except ScanError:
             return True

@@ -1,8 +1,8 @@
 """Pass git only the deny-list exclude pathspecs that can match a name git could show.
 
 The policy appends the whole deny-list to every git command that prints names or contents, as exclude
-pathspecs (`policy.git.exclusion_pathspecs`: two to four per rule, 82 for the defaults). git matches every path it
-considers against each of them: +1.5 ms for `git status` on a 120-file repository, growing with both.
+pathspecs (`policy.git.exclusion_pathspecs`: two to four per rule and a pair for non-ASCII names, 84 for
+the defaults). git matches every path it considers against each of them: +1.5 ms for `git status` on a 120-file repository, growing with both.
 Most rules match nothing in a given repository; their pathspecs exclude nothing and only cost time.
 
 Why dropping them changes nothing. A pathspec body in `glob` magic is a `/`-separated list of segments;
@@ -19,6 +19,13 @@ non-ASCII, magic other than glob) keeps its pathspec. At least one exclude is al
 that walk history keep the same path-limited simplification as with the whole list; except for `--follow`,
 which takes one pathspec only and runs with none when none is needed (its own pathspec limits the walk).
 
+Non-ASCII names. git compares bytes where the deny-list compares NFKC forms, so the policy's list ends with
+the exclusion of every path with a non-ASCII name (`policy.git.NON_ASCII_EXCLUSIONS`). Once the names git
+could show are known (`exec.gitnames` collects every non-ASCII one; the repository view adds the working
+tree's denied ones), that pair is replaced by exact exclusions of the names the deny-list refuses
+(`exec.gitforeign`): none at all in a repository whose refused names are all ASCII. While they are unknown,
+or too many, the pair stays (fail closed: no non-ASCII path shows).
+
 The answer can go stale between `prune` and the end of the command (a `git add .env` in that window); the
 caller runs the command again with every exclusion when `unchanged` says anything moved in the meantime.
 """
@@ -31,10 +38,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from repo_sandbox.exec._gitrecords import foreign_components
 from repo_sandbox.exec.gitenv import GitHardening
-from repo_sandbox.exec.gitnames import GitNames, NeedleSearch, component_haystack
+from repo_sandbox.exec.gitforeign import ForeignNames
+from repo_sandbox.exec.gitnames import Found, GitNames, NeedleSearch, component_haystack
 from repo_sandbox.exec.view import RepoView, ViewCache
-from repo_sandbox.policy.git import TRAILING_DOTS_OR_SPACES, GitRule, exclusion_pathspecs
+from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS, TRAILING_DOTS_OR_SPACES, GitRule, exclusion_pathspecs
 
 SCAN_WAIT_S: Final = 0.5
 """How long a command waits for a scan of git's records (the first one, or one after a change) before it runs
@@ -83,18 +92,22 @@ class PruneCheck:
 class ExcludePruner:
     """Drops the deny-list exclusions that cannot match anything from git argument lists of one repository."""
 
-    def __init__(self, tail: tuple[str, ...], git_dir: str, git_binary: str | None, env: Callable[[], dict[str, str]]):
-        self.tail = tail
-        self.needles = [spec_needles(spec) for spec in tail]
+    def __init__(
+        self, deny_patterns: tuple[str, ...], git_dir: str, git_binary: str | None, env: Callable[[], dict[str, str]]
+    ):
+        self.tail = exclusion_pathspecs(deny_patterns)
+        self.needles = [spec_needles(spec) for spec in self.tail]
+        self._non_ascii = [spec in NON_ASCII_EXCLUSIONS for spec in self.tail]
         every = frozenset(needle for needles in self.needles if needles is not None for needle in needles)
         self.names = GitNames(git_dir, git_binary, env, every)
-        self._kept: dict[frozenset[bytes], tuple[str, ...]] = {}
+        self.foreign = ForeignNames(deny_patterns)
+        self._kept: dict[tuple[frozenset[bytes], tuple[str, ...] | None], tuple[str, ...]] = {}
 
     @classmethod
     def for_rule(cls, rule: object, hardening: GitHardening) -> ExcludePruner:
         """The pruner for the repository of `hardening`, when `rule` is the built-in git rule."""
-        tail = exclusion_pathspecs(rule.deny_patterns) if isinstance(rule, GitRule) else ()
-        return cls(tail, os.path.join(hardening.root, ".git"), hardening.git_binary, hardening.host_env)
+        patterns = rule.deny_patterns if isinstance(rule, GitRule) else ()
+        return cls(patterns, os.path.join(hardening.root, ".git"), hardening.git_binary, hardening.host_env)
 
     def close(self) -> None:
         self.names.close()
@@ -111,35 +124,58 @@ class ExcludePruner:
         answer = self.names.found(None if single else SCAN_WAIT_S)  # --follow cannot run without the answer
         if answer is None:
             return args, None
-        found, generation = answer
-        found |= self._view_needles(view)
-        kept = self._kept.get(found)
+        found = answer.needles | self._view_needles(view)
+        foreign = self._foreign_exclusions(answer, view)
+        kept = self._kept.get((found, foreign))
         if kept is None:
             kept = tuple(
-                spec for spec, needles in zip(self.tail, self.needles, strict=True)
-                if needles is None or needles <= found
-            )  # fmt: skip
+                spec for spec, needles, non_ascii in zip(self.tail, self.needles, self._non_ascii, strict=True)
+                if (foreign is None if non_ascii else needles is None or needles <= found)
+            ) + (foreign or ())  # fmt: skip
             if len(self._kept) > 64:
                 self._kept.clear()
-            self._kept[found] = kept
+            self._kept[found, foreign] = kept
         if not kept and not single:
             kept = self.tail[:1]
-        return (*args[:-count], *kept), PruneCheck(generation, view)
+        return (*args[:-count], *kept), PruneCheck(answer.generation, view)
+
+    def exclusions_left(self, planned: tuple[str, ...], args: tuple[str, ...]) -> bool:
+        """Whether `args`, pruned from `planned` (which ends with the whole list), still excludes anything."""
+        return len(args) > len(planned) - len(self.tail)
 
     def history_clean(self, view: RepoView) -> PruneCheck | None:
         """The check to make after the run when no exclusion can match a name in git's records (the index and
         every tree object); None when one can, or when nothing is known. For `git blame` (renames, copies)."""
         answer = self.names.found()
-        if answer is None:
+        if answer is None or answer.foreign is None or self.foreign.refused(answer.foreign):
             return None
-        found, generation = answer
-        if any(needles is None or needles <= found for needles in self.needles):
-            return None
-        return PruneCheck(generation, view)
+        needed = (
+            needles is None or needles <= answer.needles
+            for needles, non_ascii in zip(self.needles, self._non_ascii, strict=True) if not non_ascii
+        )  # fmt: skip
+        return None if any(needed) else PruneCheck(answer.generation, view)
+
+    def non_ascii_exclusions(self, view: RepoView) -> tuple[str, ...]:
+        """The exclusions of the non-ASCII names the deny-list refuses among those git could show: exact ones
+        when they are known, else the exclusion of every non-ASCII path. Blocking (may wait for a scan)."""
+        answer = self.names.found()
+        exact = None if answer is None else self._foreign_exclusions(answer, view)
+        return NON_ASCII_EXCLUSIONS if exact is None else exact
 
     def unchanged(self, check: PruneCheck, views: ViewCache) -> bool:
         """Nothing the pruning was based on has changed since. Blocking (the view may be rescanned)."""
         return self.names.generation() == check.generation and views.current() is check.view
+
+    def _foreign_exclusions(self, answer: Found, view: RepoView) -> tuple[str, ...] | None:
+        """Exact exclusions of the refused non-ASCII names in git's records and among the working tree's
+        hidden entries; None when they are not known or too many."""
+        if answer.foreign is None or not self.tail:
+            return None
+        in_view: frozenset[bytes] | None = view.cache.get("git-foreign-names")
+        if in_view is None:
+            in_view = frozenset(foreign_components(os.fsencode(rel) for rel in view.invisible))
+            view.cache["git-foreign-names"] = in_view
+        return self.foreign.exclusions(answer.foreign, in_view)
 
     def _view_needles(self, view: RepoView) -> frozenset[bytes]:
         cached: frozenset[bytes] | None = view.cache.get("git-exclude-needles")

@@ -1,12 +1,15 @@
-"""Which needles (`exec.gitexcludes`) occur among the names git could show, kept current for one repository.
+"""Which needles (`exec.gitexcludes`) occur among the names git could show, and which of those names hold a
+byte outside ASCII (`exec.gitforeign` judges them), kept current for one repository.
 
 A path git prints is made of names from the index, from a tree object, or from the working tree. This
-module keeps the needles found in:
+module keeps the needles and the non-ASCII names found in:
 - the index: `git ls-files -z`, read again when the index's stat data or trailing checksum change;
 - every tree object in the object database, reachable or not (`git show <id>` and abbreviated ids reach
   dangling objects): each pack once (`git show-index` lists its objects, `git cat-file --batch-check`
   picks the trees, `git cat-file --batch` streams them), each loose object once (inflated here, or through
-  git when there are many). Objects that disappear leave their needles counted: more exclusions, never fewer.
+  git when there are many). Objects that disappear leave their needles and names counted: more exclusions,
+  never fewer. Every tree is read to the end (a non-ASCII name may be in any of them), unless every needle is
+  found and the non-ASCII names are too many to keep (`_gitrecords.MAX_FOREIGN_NAMES`: `foreign` is None).
 
 Scans run in a background thread: a caller waits for one as long as it chooses (`found(wait_s)`), so the
 first scan of a large repository (about 2 s near `MAX_TREES`) does not hold up a command, which runs with
@@ -31,22 +34,13 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, NamedTuple
 
-from repo_sandbox.exec._gitscan import (
-    MAX_OBJECTS,
-    GitReader,
-    NeedleSearch,
-    ScanError,
-    component_haystack,
-    index_key,
-    kind,
-    loose_tree,
-    pack_object_count,
-)
+from repo_sandbox.exec._gitrecords import Findings, NeedleSearch, ScanError, component_haystack, union_names
+from repo_sandbox.exec._gitscan import MAX_OBJECTS, GitReader, index_key, kind, loose_tree, pack_object_count
 from repo_sandbox.tree.watch import WATCH_MASK, DirWatch
 
-__all__ = ["GitNames", "NeedleSearch", "component_haystack"]
+__all__ = ["Found", "GitNames", "NeedleSearch", "component_haystack"]
 
 MAX_LOOSE_BATCH: Final = 2_000
 """More new loose objects than this at once are read through git rather than inflated one by one."""
@@ -62,6 +56,15 @@ class _WriteWatch(DirWatch):
     def add(self, path: str) -> bool:
         mask = WATCH_MASK | IN_MODIFY | IN_CLOSE_WRITE
         return self._libc.inotify_add_watch(self._fd, os.fsencode(path), mask) >= 0
+
+
+class Found(NamedTuple):
+    """What git's records hold now."""
+
+    needles: frozenset[bytes]
+    foreign: frozenset[bytes] | None
+    """Every name holding a byte outside ASCII; None when there are too many to keep."""
+    generation: int
 
 
 def _is_hex(name: str, *lengths: int) -> bool:
@@ -89,8 +92,12 @@ class GitNames:
         self._signature: tuple[object, ...] = ()
         self._pending_meta = self._pending_odb = False
         self._index: frozenset[bytes] | None = None
+        self._index_foreign: frozenset[bytes] | None = None
         self._index_key: object = None
         self._history: set[bytes] | None = None
+        self._history_foreign: frozenset[bytes] | None = None
+        self._foreign: tuple[object, object, frozenset[bytes] | None] = (None, None, None)
+        """The union of the two foreign sets last asked for, with both (the same answer, the same object)."""
         self._packs: PackKey | None = None
         """The packs read; while they stay, a database found too large is not read again."""
         self._loose: set[str] = set()
@@ -99,8 +106,8 @@ class GitNames:
         self._idle = threading.Event()
         self._idle.set()
 
-    def found(self, wait_s: float | None = None) -> tuple[frozenset[bytes], int] | None:
-        """(needles found, generation), or None when unknown (the caller then passes every exclusion).
+    def found(self, wait_s: float | None = None) -> Found | None:
+        """The needles and non-ASCII names found, or None when unknown (the caller then passes every exclusion).
 
         What changed is read again in a background thread; this waits for it at most `wait_s` seconds (None:
         until it is done), so that a first scan of a large repository does not hold up a command that can
@@ -119,7 +126,7 @@ class GitNames:
                 if not (self._pending_meta or self._pending_odb):
                     if self._index is None or self._history is None:
                         return None
-                    return self._index | self._history, self._generation
+                    return Found(self._index | self._history, self._all_foreign(), self._generation)
                 if not self._scanning:
                     self._scanning = True
                     self._idle.clear()
@@ -129,6 +136,13 @@ class GitNames:
             if not self._idle.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
                 return None
         return None
+
+    def _all_foreign(self) -> frozenset[bytes] | None:
+        index, history, union = self._foreign
+        if index is not self._index_foreign or history is not self._history_foreign:
+            union = union_names(self._index_foreign, self._history_foreign)
+            self._foreign = (self._index_foreign, self._history_foreign, union)
+        return union
 
     def generation(self) -> int:
         """Goes up whenever the index, the layout or the object database changed since the last call; -1
@@ -184,6 +198,7 @@ class GitNames:
 
     def _forget(self) -> None:
         self._index, self._index_key, self._history, self._packs = None, None, None, None
+        self._index_foreign = self._history_foreign = None
         self._loose = set()
 
     def _layout(self) -> tuple[object, ...]:
@@ -244,32 +259,36 @@ class GitNames:
         assert self._reader is not None
         key = self._signature[-1]
         if key is None:
-            self._index, self._index_key = frozenset(), None
+            self._index, self._index_foreign, self._index_key = frozenset(), frozenset(), None
             return
         if key != b"" and key == self._index_key and self._index is not None:
             return
-        self._index, self._index_key = None, None
+        self._index, self._index_foreign, self._index_key = None, None, None
         try:
-            found = self._reader.index_needles(self.needles)
+            found = self._reader.index_names(self.needles)
         except ScanError:
             return
         if found is not None:
-            self._index, self._index_key = frozenset(found), key
+            foreign = None if found.foreign is None else frozenset(found.foreign)
+            self._index, self._index_foreign, self._index_key = frozenset(found.search.found), foreign, key
 
     def _read_history(self) -> None:
         try:
             packs = self._pack_key()
-            known, previous = self._history, self._packs or {}
+            known, known_foreign, previous = self._history, self._history_foreign, self._packs or {}
             if known is None and packs == self._packs:
                 return  # too many trees in these packs: wait until they change
             todo = [name for name, key in packs.items() if known is None or previous.get(name) != key]
             listed = self._list_loose()
-            self._history, self._packs = None, packs
-            found = self._read_objects(todo, listed if known is None else listed - self._loose, known or set())
+            self._history, self._history_foreign, self._packs = None, None, packs
+            names = known is None or known_foreign is not None
+            found = self._read_objects(todo, listed if known is None else listed - self._loose, known or set(), names)
             if found is not None:
-                self._history, self._loose = (known or set()) | found, listed
+                self._history, self._loose = (known or set()) | found.search.found, listed
+                fresh = None if found.foreign is None else frozenset(found.foreign)
+                self._history_foreign = union_names(frozenset() if known is None else known_foreign, fresh)
         except (ScanError, OSError, zlib.error):
-            self._history, self._packs = None, None
+            self._history, self._history_foreign, self._packs = None, None, None
 
     def _pack_key(self) -> PackKey:
         pack_dir = os.path.join(self.objects, "pack")
@@ -299,32 +318,31 @@ class GitNames:
             found.update(name + rest for rest in os.listdir(path) if _is_hex(rest, 38, 62))
         return found
 
-    def _read_objects(self, packs: list[str], loose: set[str], known: set[bytes]) -> set[bytes] | None:
-        """Needles not yet `known` in the trees of these packs and loose objects; None beyond MAX_TREES."""
+    def _read_objects(self, packs: list[str], loose: set[str], known: set[bytes], names: bool) -> Findings | None:
+        """Needles not yet `known` (and, with `names`, the non-ASCII names) in the trees of these packs and
+        loose objects; None beyond MAX_TREES."""
         assert self._reader is not None
-        wanted = self.needles - known
-        if not wanted:
-            return set()
+        found = Findings(self.needles - known)
+        if not names:
+            found.foreign = None
+        if found.done:
+            return found
         paths = [os.path.join(self.objects, "pack", f"{name}.idx") for name in packs]
         if sum(map(pack_object_count, paths)) + len(loose) > MAX_OBJECTS:
             return None
-        found: set[bytes] = set()
         with tempfile.TemporaryFile() as ids, tempfile.TemporaryFile() as trees:
             for path in paths:
                 self._reader.pack_ids(path, ids)
             if len(loose) > MAX_LOOSE_BATCH:
                 ids.writelines(oid.encode() + b"\n" for oid in loose)
                 loose = set()
-            if ids.tell():
-                in_trees = self._reader.tree_needles(wanted, ids, trees)
-                if in_trees is None:
-                    return None
-                found |= in_trees
-        search = NeedleSearch(wanted - found)
+            if ids.tell() and not self._reader.tree_names(found, ids, trees):
+                return None
         for oid in loose:
-            if search.done:
+            if found.done:
                 break
             content = loose_tree(os.path.join(self.objects, oid[:2], oid[2:]))
             if content is not None:
-                search.search(content.lower())
-        return found | search.found
+                found.tree(content, len(oid) // 2)
+        found.finish()
+        return found

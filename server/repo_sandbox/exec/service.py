@@ -192,7 +192,7 @@ class ExecService:
             if plan.needs_git_dir and prune and backend is not Backend.NONE and "GIT_DIR" in env:
                 args, pruned = self.excludes.prune(args, view, single=plan.single_pathspec)
                 check = check or pruned
-            if plan.single_pathspec and args and args[-1] in self.excludes.tail:
+            if plan.single_pathspec and self.excludes.exclusions_left(plan.args, args):
                 raise ArgumentNotAllowedError(
                     "git --follow takes exactly one pathspec, and this repository needs the deny-list's "
                     "exclusions on every git command that prints files.",
@@ -227,8 +227,10 @@ class ExecService:
         if clean is not None:
             return clean
         generation = self.excludes.names.generation()
-        if prune and not walk.any_path and not self.blame.may_name_protected(generation, walk.revisions, cwd):
-            return PruneCheck(generation, view)
+        if prune and not walk.any_path:
+            non_ascii = self.excludes.non_ascii_exclusions(view)
+            if not self.blame.may_name_protected(generation, walk.revisions, cwd, non_ascii):
+                return PruneCheck(generation, view)
         raise ArgumentNotAllowedError(
             "git blame follows renames"
             + (" (and with -C copies, with --reverse renames forward)" if walk.any_path else "")

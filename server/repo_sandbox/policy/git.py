@@ -9,8 +9,10 @@
 - Every operand is jail-checked: revisions like `HEAD:path` have their path checked against the deny-list,
   anything path-like must stay inside (this also refuses the implicit `--no-index` of `git diff /dev/null F`).
 - Sub-commands that print file names or contents get the deny-list appended as exclude pathspecs, so a denied
-  file tracked by git stays hidden from `git log -p`, `git grep`, `git ls-files`, ... `--follow` allows one
-  pathspec only: it runs when no exclusion can match anything in the repository (`exec.gitexcludes`).
+  file tracked by git stays hidden from `git log -p`, `git grep`, `git ls-files`, ... and after them the
+  exclusion of every path with a non-ASCII name (`NON_ASCII_EXCLUSIONS`: git compares bytes, the deny-list
+  NFKC forms), which `exec.gitexcludes` narrows to the names the deny-list refuses once it knows them.
+  `--follow` allows one pathspec only: it runs when no exclusion can match anything in the repository.
 - Objects named without a path (`git show <blob id>`, `HEAD^{tree}`, a tag of a blob, a subtree) are
   resolved before the command runs and must be commits, or files as `REV:path` (`policy.gitrevs`). `show`
   takes no ref-listing options (`--all`, `--tags`, ... reach tags of blobs), and `branch`/`tag --format` no
@@ -23,6 +25,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -34,6 +37,22 @@ from repo_sandbox.policy.programs import ObjectCheck, PathChecker, RenameFollowi
 
 TRAILING_DOTS_OR_SPACES: Final = "[. ]*"
 """Appended to an exclusion's last name: the same name followed by dots and spaces (and, wider, anything)."""
+_NON_ASCII_NAME: Final = "*[!\x01-\x7f]*"
+"""A name holding a byte outside ASCII: git's glob matches bytes, and no name holds a NUL."""
+NON_ASCII_EXCLUSIONS: Final = (
+    f":(exclude,glob,top)**/{_NON_ASCII_NAME}",
+    f":(exclude,glob,top)**/{_NON_ASCII_NAME}/**",
+)
+"""Every path with a non-ASCII name at any depth. The deny-list matches names NFKC-normalised and case-folded
+(`secret.ｋｅｙ` is `secret.key` to it), git compares bytes: until the non-ASCII names git could show are
+known and judged one by one (`exec.gitexcludes`), none may show."""
+_GLOB_SPECIAL: Final = re.compile(r"([*?\[\]\\])")
+
+
+def name_exclusions(name: str) -> tuple[str, str]:
+    """Exclusions of every path with a name exactly `name`: a file of that name, a directory and all beneath."""
+    literal = _GLOB_SPECIAL.sub(r"\\\1", name)
+    return f":(exclude,glob,icase,top)**/{literal}", f":(exclude,glob,icase,top)**/{literal}/**"
 
 
 def exclusion_pathspecs(deny_patterns: Iterable[str]) -> tuple[str, ...]:
@@ -53,7 +72,7 @@ def exclusion_pathspecs(deny_patterns: Iterable[str]) -> tuple[str, ...]:
             if not directory_only:
                 specs.append(f":(exclude,glob,icase,top){body}")
             specs.append(f":(exclude,glob,icase,top){body}/**")
-    return tuple(specs)
+    return (*specs, *NON_ASCII_EXCLUSIONS) if specs else ()
 
 
 def _ascii_glob(pattern: str) -> str:
