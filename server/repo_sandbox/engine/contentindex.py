@@ -61,6 +61,8 @@ class ContentIndex:
         self.builds = 0
         self.files_spared = 0
         """Files searches did not read because their signature lacks the literal."""
+        self.listed_searches = 0
+        """Searches whose rg was given the list of files that may match instead of walking."""
 
     @property
     def active(self) -> bool:
@@ -198,11 +200,12 @@ class ContentIndex:
     def report(self) -> dict[str, Any]:
         return {
             "enabled": self.enabled,
-            "files": len(self._signatures),
+            "files": self.files,
             "filter_bytes": self.filter_bytes,
             "pending": len(self._pending),
             "builds": self.builds,
             "files_spared": self.files_spared,
+            "listed_searches": self.listed_searches,
         }
 
 

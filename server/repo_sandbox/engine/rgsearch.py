@@ -228,6 +228,7 @@ class _Search:
             if outputs is None:
                 yield from self._search(self.base)
             else:
+                self.ws.content.listed_searches += 1
                 if self.base.count_only:
                     # rg counts in a file it is given even past a NUL byte (a walk skips that file), so listed
                     # counts are never taken as printed: the jail reads each file again (and refuses NULs).
