@@ -89,6 +89,26 @@ def test_exclusion_pathspecs_translate_gitignore_patterns() -> None:
     assert exclusion_pathspecs(["!keep", "# only a comment"]) == ()
 
 
+@pytest.mark.parametrize(
+    ("rule", "bodies"),
+    [
+        # every name of a rule takes trailing dots or spaces, in every combination ('.docker./config.json')
+        ("**/.docker/config.json", ["**/.docker/config.json", "**/.docker[. ]*/config.json",
+                                    "**/.docker/config.json[. ]*", "**/.docker[. ]*/config.json[. ]*"]),
+        ("ops/**/t.txt", ["ops/**/t.txt", "ops[. ]*/**/t.txt", "ops/**/t.txt[. ]*", "ops[. ]*/**/t.txt[. ]*"]),
+        ("k/*.key", ["k/*.key", "k[. ]*/*.key", "k/*.key[. ]*", "k[. ]*/*.key[. ]*"]),
+        ("id_rsa*", ["**/id_rsa*"]),  # a name ending in '*' already takes them
+        ("dir\\*/k", ["dir\\*/k", "dir\\*[. ]*/k", "dir\\*/k[. ]*", "dir\\*[. ]*/k[. ]*"]),  # an escaped '*' does not
+        # past three names, all but the last widen to 'name*' instead of doubling again
+        ("a/b/c/d.txt", ["a*/b*/c*/d.txt", "a*/b*/c*/d.txt[. ]*"]),
+    ],
+)  # fmt: skip
+def test_exclusions_take_trailing_dots_and_spaces_on_every_name(rule: str, bodies: list[str]) -> None:
+    magic = ":(exclude,glob,icase,top)"
+    expected = [spec for body in bodies for spec in (f"{magic}{body}", f"{magic}{body}/**")]
+    assert list(exclusion_pathspecs([rule])[:-2]) == expected
+
+
 # -- getopt-style parsing: bundles, attached values, abbreviations ----------------------------------------
 
 ALLOWED = [

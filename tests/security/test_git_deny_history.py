@@ -1,7 +1,8 @@
 """Denied files in git's own records never show, now that git stages get only the exclusions that can match.
 
 Through the real MCP SDK client, under every sandbox backend here: a denied file that is committed and then
-deleted (history only), renamed away, staged but never committed, untracked, or only in a dangling commit
+deleted (history only) -- also under a name that is the denied one with trailing dots or spaces on any
+of its names (`.docker./config.json`) --, renamed away, staged but never committed, untracked, or only in a dangling commit
 stays invisible to every git command that prints names or contents, as a name and as content. The
 exclusions follow the repository as it changes (a new commit, a new stage, a dangling object, a repack),
 and a change that lands while git runs makes the command run again with every exclusion.
@@ -28,7 +29,13 @@ from repo_sandbox.workspace import Workspace
 pytestmark = pytest.mark.anyio
 
 SECRET = "HISTORY-SECRET-6e1f"
-DENIED = ("deploy.pem", "secrets.yaml", ".env.staged", ".env.local", "id_rsa", "id_ed25519", ".ssh", "vault.kdbx")
+DENIED = ("deploy.pem", "secrets.yaml", ".env.staged", ".env.local", "id_rsa", "id_ed25519", ".ssh", "vault.kdbx",
+          "config.json", "prod.yaml", "token.txt")  # fmt: skip
+EXTRA_DENY = ["deploy/prod.yaml", "ops/**/token.txt"]
+"""Operator rules of several names: the deny-list takes any of their names with trailing dots or spaces."""
+TRAILING = (".docker./config.json", "sub/.docker /config.json", "deploy./prod.yaml", "deploy ./prod.yaml.",
+            "ops../a/b/token.txt", "ops/a. /token.txt ")  # fmt: skip
+"""Committed, then deleted: each is the same path as a denied one to the deny-list (and to Windows, SMB)."""
 COMMIT = ("-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q")
 GIT_ENV = {"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
            "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@e"}  # fmt: skip
@@ -58,9 +65,11 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     git(root, *COMMIT, "-m", "start")
     write(root / "keys" / "deploy.pem", f"{SECRET} pem\n")
     write(root / "config" / "secrets.yaml", f"token: {SECRET}\n")
+    for variant in TRAILING:
+        write(root / variant, f"{SECRET} {variant}\n")
     git(root, "add", "-A")
     git(root, *COMMIT, "-m", "add keys")
-    git(root, "rm", "-q", "-r", "keys")
+    git(root, "rm", "-q", "-r", "keys", *{variant.split("/")[0] for variant in TRAILING})
     git(root, "mv", "config/secrets.yaml", "config/settings.yaml")
     git(root, *COMMIT, "-m", "remove the key, rename the secrets")
     write(root / "config" / "settings.yaml", "token: redacted\n")
@@ -104,7 +113,8 @@ COMMANDS = [
 async def client(
     request: pytest.FixtureRequest, history: tuple[Path, str], make_settings: Any
 ) -> AsyncIterator[Client]:
-    workspace = Workspace(make_settings(history[0], exec={"sandbox": request.param}))
+    settings = make_settings(history[0], exec={"sandbox": request.param}, workspace={"extra_deny": EXTRA_DENY})
+    workspace = Workspace(settings)
     try:
         async with Client(build_server(workspace), mode="legacy") as connected:
             yield connected

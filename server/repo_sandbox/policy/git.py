@@ -36,7 +36,9 @@ from repo_sandbox.policy.gitrevs import RESOLVING, object_checks, split_revision
 from repo_sandbox.policy.programs import ObjectCheck, PathChecker, RenameFollowing, StagePlan
 
 TRAILING_DOTS_OR_SPACES: Final = "[. ]*"
-"""Appended to an exclusion's last name: the same name followed by dots and spaces (and, wider, anything)."""
+"""Appended to an exclusion's name: the same name followed by dots and spaces (and, wider, anything)."""
+MAX_EXACT_NAMES: Final = 3
+"""Names per rule given both spellings (2**n exclusions); a longer rule widens all but its last name."""
 _NON_ASCII_NAME: Final = "*[!\x01-\x7f]*"
 """A name holding a byte outside ASCII: git's glob matches bytes, and no name holds a NUL."""
 NON_ASCII_EXCLUSIONS: Final = (
@@ -66,13 +68,36 @@ def exclusion_pathspecs(deny_patterns: Iterable[str]) -> tuple[str, ...]:
         pattern = pattern.rstrip("/")
         anchored = "/" in pattern
         pattern = pattern.lstrip("/")
-        base = _ascii_glob(pattern if anchored else f"**/{pattern}")
-        # The deny-list takes a name with trailing dots or spaces for the name itself (`server.pem.`): so do these.
-        for body in (base,) if base.endswith("*") else (base, f"{base}{TRAILING_DOTS_OR_SPACES}"):
+        for body in _trailing_variants(_ascii_glob(pattern if anchored else f"**/{pattern}")):
             if not directory_only:
                 specs.append(f":(exclude,glob,icase,top){body}")
             specs.append(f":(exclude,glob,icase,top){body}/**")
     return (*specs, *NON_ASCII_EXCLUSIONS) if specs else ()
+
+
+def _trailing_variants(body: str) -> list[str]:
+    """`body` with each of its names also followed by trailing dots or spaces, in every combination.
+
+    The deny-list takes any name of a path with trailing dots or spaces for the name itself (`server.pem.`,
+    `.docker./config.json`). A name ending in `*` already matches them. Past `MAX_EXACT_NAMES` such names,
+    the ones before the last become `name*` (wider: hides more, never less) instead of doubling the list.
+    """
+    segments = body.split("/")
+    open_ended = [i for i, seg in enumerate(segments) if not _ends_in_wildcard(seg)]
+    if len(open_ended) > MAX_EXACT_NAMES:
+        for index in open_ended[:-1]:
+            segments[index] += "*"
+        open_ended = open_ended[-1:]
+    variants = [segments]
+    for index in open_ended:
+        variants += [[*v[:index], v[index] + TRAILING_DOTS_OR_SPACES, *v[index + 1 :]] for v in variants]
+    return ["/".join(v) for v in variants]
+
+
+def _ends_in_wildcard(segment: str) -> bool:
+    """Whether the segment ends with an unescaped `*` (an odd number of backslashes before it escapes it)."""
+    stem = segment.removesuffix("*")
+    return stem != segment and (len(stem) - len(stem.rstrip("\\"))) % 2 == 0
 
 
 def _ascii_glob(pattern: str) -> str:
