@@ -175,6 +175,27 @@ def test_a_change_lists_again_only_the_directory_it_happened_in(
     assert listings == ["src/deeper"]
 
 
+def test_a_file_written_in_place_lists_nothing_again_but_moves_the_watch_mark(
+    ignore_tree: Path, make_ws: WorkspaceFactory, listings: list[str], settled: None
+) -> None:
+    """Content events are heard apart from entry events: they change no listing (the snapshot stays the same
+    object), but a mark taken after them is not `still_since` one taken before (the census memo's test)."""
+    ws = make_ws(ignore_tree, tree_index="watch")
+    walk_outcome(ws)
+    options = ws.walk_options(include_hidden=False, include_ignored=False)
+    before, snapshot = ws.trees.watch_mark(options), ws.trees.snapshot(options)
+    again = ws.trees.watch_mark(options)
+    assert before is not None and again is not None and again.still_since(before)
+    listings.clear()
+    with (ignore_tree / "src" / "deeper" / "anchored.py").open("ab") as file:
+        file.write(b"# appended\n")
+    after = ws.trees.watch_mark(options)
+    assert after is not None and not after.still_since(before)
+    assert before.quiet_since()  # no entry changed: what the voucher asks stays true
+    assert ws.trees.snapshot(options) is snapshot
+    assert listings == []
+
+
 def test_young_directories_are_listed_again_until_their_stamps_settle(
     ignore_tree: Path, make_ws: WorkspaceFactory, listings: list[str]
 ) -> None:

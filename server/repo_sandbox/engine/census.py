@@ -19,6 +19,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Final
 
+from repo_sandbox.engine import censusmemo
 from repo_sandbox.engine.contentindex import IndexUse
 from repo_sandbox.engine.request import SearchRequest, SearchStats
 from repo_sandbox.tools._glob import Glob
@@ -26,6 +27,7 @@ from repo_sandbox.tools._results import is_presentable
 from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
 from repo_sandbox.tools._walk import UNREAD_IGNORE_FILE, Run, Walk
 from repo_sandbox.tree import facts
+from repo_sandbox.tree.watch import WatchMark
 from repo_sandbox.workspace import Workspace
 
 TEXT: Final = facts.TEXT
@@ -110,9 +112,12 @@ class Positions:
         directory = self._dirs.get(f"{parent}/" if parent else "")
         if directory is None:
             return None
-        if directory.listing is not None:
-            directory.names, directory.listing = directory.listing.split("/"), None
-        names = directory.names
+        listing = directory.listing  # searches sharing a memo's positions may split it at the same time
+        if listing is not None:
+            names = directory.names = listing.split("/")
+            directory.listing = None
+        else:
+            names = directory.names
         index = bisect.bisect_left(names, name)
         if index < len(directory.slots) and index < len(names) and names[index] == name:
             position = directory.slots[index]
@@ -144,7 +149,13 @@ class Census:
     """The search's use of the content index: text files whose signature lacks its literal are left out of
     `candidates`."""
     candidates: list[str] = field(default_factory=list[str])
-    """With a literal to probe for, the root-relative paths of the text files that may hold it."""
+    """With a literal to probe for, the root-relative paths of the text files that may hold it (from a memo:
+    those of the files without a signature when it was taken; the others are the index's to list)."""
+    mark: WatchMark | None = None
+    """The tree's watch state taken before the census looks at anything: a memo (`engine.censusmemo`) is
+    kept and used only with one."""
+    recall_memo: bool = True
+    from_memo: bool = False
     done: threading.Event = field(default_factory=threading.Event)
     stop: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
@@ -170,6 +181,13 @@ class Census:
         with self.ws.walk(
             request.path, include_hidden=request.include_hidden, include_ignored=request.include_ignored
         ) as walk:
+            snapshot = walk.indexed_snapshot() if self.mark is not None else None
+            key = (walk.start_rel, request.glob, request.include_hidden, request.include_ignored)
+            if snapshot is not None and self.mark is not None and self.recall_memo:
+                memo = censusmemo.recall(self.ws, key, snapshot, self.mark)
+                if memo is not None and (memo.unindexed is not None or self.index is None):
+                    censusmemo.adopt(self, memo)
+                    return
             for run in walk.runs():
                 if self.stop.is_set():
                     break
@@ -199,6 +217,8 @@ class Census:
                 and UNREAD_IGNORE_FILE not in walk.ignore_lines
                 and all(simple_rule(line) for line in walk.ignore_lines)
             )
+            if snapshot is not None and self.mark is not None and not self.stop.is_set():
+                censusmemo.keep(self.ws, key, censusmemo.CensusMemo.of(self, snapshot, self.mark))
 
     def _kind(self, walk: Walk, run: Run, name: str, rel: str, slot: int) -> tuple[int, os.stat_result] | None:
         """The file's kind and what its stat said, or None when the walk's policy refuses it (not a regular

@@ -93,8 +93,12 @@ class ContentIndex:
 
     def lookup(self, rel_path: str, info: os.stat_result) -> Signature | None:
         """The file's signature, if it was read at the identity `info` shows."""
+        return self.signature_at(rel_path, identity(info))
+
+    def signature_at(self, rel_path: str, ident: tuple[int, ...]) -> Signature | None:
+        """The file's signature, if it was read at the identity `ident`."""
         entry = self._signatures.get(rel_path)
-        if entry is None or entry[0] != identity(info):
+        if entry is None or entry[0] != ident:
             return None
         return entry[1]
 
@@ -203,6 +207,7 @@ class ContentIndex:
             "files": self.files,
             "filter_bytes": self.filter_bytes,
             "pending": len(self._pending),
+            "building": not self.idle(),
             "builds": self.builds,
             "files_spared": self.files_spared,
             "listed_searches": self.listed_searches,
@@ -235,6 +240,26 @@ class IndexUse:
             self.spared += 1
             return True
         return False
+
+    def adopt(self, unindexed: Iterable[tuple[str, tuple[int, ...]]], text_files: int) -> list[str]:
+        """For a census taken from a memo (nothing changed since): of the text files that had no signature
+        then (`unindexed`, with the identity they had and still have), the ones that may hold the literal,
+        each looked up again (the builder may have indexed it since)."""
+        self.text_files = text_files
+        content, probe = self.content, self.probe
+        candidates: list[str] = []
+        for rel_path, ident in unindexed:
+            signature = content.signature_at(rel_path, ident)
+            if signature is None:
+                self.unindexed.append((rel_path, ident))
+                candidates.append(rel_path)
+            elif probe is None or probe.admits(signature):
+                candidates.append(rel_path)
+        return candidates
+
+    def searched_of_adopted(self, searched: int) -> None:
+        """For a census taken from a memo: `searched` of its text files were given to rg, the rest spared."""
+        self.spared = max(0, self.text_files - searched)
 
     def finish(self) -> None:
         self.content.offer(self.unindexed, self.text_files)

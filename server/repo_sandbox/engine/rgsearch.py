@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from typing import Final
 
-from repo_sandbox.engine import pytree, rgstate
+from repo_sandbox.engine import censusmemo, pytree, rgstate
 from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
 from repo_sandbox.engine.confine import Launcher
 from repo_sandbox.engine.contentindex import IndexUse
@@ -51,6 +51,11 @@ class _Fallback(Exception):
     """rg could not answer this request (it refused the pattern or glob): the Python engine answers."""
 
 
+class _StaleMemo(Exception):
+    """A file rg reported is not what the census memo says (`engine.censusmemo`'s blind spots): the search
+    runs again with a new census. Raised before any file is yielded."""
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
@@ -66,6 +71,8 @@ class _Search:
         dir_fd: int,
         start_rel: str,
         launcher: Launcher,
+        *,
+        recall_memo: bool = True,
     ) -> None:
         self.launcher = launcher
         self.ws = ws
@@ -77,13 +84,13 @@ class _Search:
         self.deadline = Deadline(ws.limits.regex_timeout_s)
         self.glob = compile_glob(request.glob) if request.glob else None
         index = IndexUse(ws.content, query.required) if ws.content.enabled else None
-        self.census = Census(ws, request, self.glob, known=known_kinds(ws), index=index)
+        self.census = Census(ws, request, self.glob, known=known_kinds(ws), index=index, recall_memo=recall_memo)
         self.prefix = "" if start_rel == "." else start_rel + "/"
         self.hits_before = 0
         self.process: RgProcess | None = None
         options = ws.walk_options(include_hidden=request.include_hidden, include_ignored=request.include_ignored)
         matcher = BatchMatcher(query, request, self.deadline, MatchState())
-        mark = ws.trees.watch_mark(options)  # before the census looks at anything
+        mark = self.census.mark = ws.trees.watch_mark(options)  # before the census looks at anything
         self.voucher = Voucher(ws, matcher, self.census, mark, lines=request.mode == "content")
         deny = ws.settings.workspace.effective_deny
         self.base = RgOptions(
@@ -240,7 +247,10 @@ class _Search:
             self._stop_process()
             self.census.stop.set()
             thread.join()
-            rgstate.record_vouching(self.ws, unread=self.voucher.unread, read_again=self.voucher.read_again)
+            voucher = self.voucher
+            rgstate.record_search(
+                self.ws, unread=voucher.unread, read_again=voucher.read_again, from_memo=self.census.from_memo
+            )
             if self.census.index is not None:
                 self.census.index.finish()
 
@@ -259,6 +269,10 @@ class _Search:
         extras = [rel for rel in self.census.candidates if rel not in seen]
         if len(extras) > MIN_LISTED:
             return None
+        census = self.census
+        if census.from_memo and census.index is not None:
+            text = sum(1 for rel in listed if (p := census.position.get(rel)) is not None and census.kinds[p] == TEXT)
+            census.index.searched_of_adopted(text + len(extras))
         if extras:
             options = self._listed_options(extras)
             more = None if options is None else self._collect(options)
@@ -283,10 +297,15 @@ class _Search:
     def _emit_collected(self, outputs: dict[bytes, FileOutput]) -> Iterator[FileHits]:
         placed = [(p, output) for output in outputs.values() if (p := self._placed(output)) is not None]
         placed.sort(key=lambda item: item[0])
-        self.voucher.trust([(self._root_path(output.path), position) for position, output in placed])
+        if self.census.from_memo and not censusmemo.holds(self.ws, self.census, self._placed_paths(placed)):
+            raise _StaleMemo
+        self.voucher.trust(self._placed_paths(placed))
         for position, output in placed:
             if (hits := self._emit(position, output)) is not None:
                 yield hits
+
+    def _placed_paths(self, placed: list[tuple[int, FileOutput]]) -> list[tuple[str, int]]:
+        return [(self._root_path(output.path), position) for position, output in placed]
 
     def _stream(self, process: RgProcess, options: RgOptions) -> Iterator[FileHits]:
         yielded = False
@@ -330,7 +349,12 @@ def iter_file_hits(ws: Workspace, rg: Ripgrep, request: SearchRequest, stats: Se
             return
         search = _Search(ws, rg, request, query, stats, dir_fd, start_rel, launcher)
         try:
-            yield from search.run()
+            try:
+                yield from search.run()
+            except _StaleMemo:  # raised before any file is yielded, so `stats` is still untouched
+                censusmemo.forget(ws)
+                again = _Search(ws, rg, request, query, stats, dir_fd, start_rel, launcher, recall_memo=False)
+                yield from again.run()
         except _Fallback:  # raised before any file is yielded, so `stats` is still untouched
             yield from pytree.iter_file_hits(ws, request, stats)
     finally:

@@ -44,24 +44,30 @@ def remember_many_hits(ws: Workspace, request: SearchRequest, *, many: bool) -> 
             remembered.popitem(last=False)
 
 
-_vouching: weakref.WeakKeyDictionary[Workspace, list[int]] = weakref.WeakKeyDictionary()
-_vouching_lock = threading.Lock()
+_counts: weakref.WeakKeyDictionary[Workspace, list[int]] = weakref.WeakKeyDictionary()
+"""Per workspace: files taken as rg printed them, files read again, censuses taken, censuses from a memo."""
+_counts_lock = threading.Lock()
 
 
-def record_vouching(ws: Workspace, *, unread: int, read_again: int) -> None:
-    """Count how one search's rg output was believed (`engine.vouch`): files taken as rg printed them,
-    files read again through the jail."""
-    with _vouching_lock:
-        counts = _vouching.setdefault(ws, [0, 0])
+def record_search(ws: Workspace, *, unread: int, read_again: int, from_memo: bool) -> None:
+    """Count how one search's rg output was believed (`engine.vouch`): files taken as rg printed them, files
+    read again through the jail; and whether its census came from a memo (`engine.censusmemo`)."""
+    with _counts_lock:
+        counts = _counts.setdefault(ws, [0, 0, 0, 0])
         counts[0] += unread
         counts[1] += read_again
+        counts[2] += 1
+        counts[3] += from_memo
 
 
-def vouching(ws: Workspace) -> dict[str, int]:
+def counts(ws: Workspace) -> dict[str, dict[str, int]]:
     """The workspace's counts so far, for the status resource."""
-    with _vouching_lock:
-        unread, read_again = _vouching.get(ws, (0, 0))
-    return {"files_unread": unread, "files_read_again": read_again}
+    with _counts_lock:
+        unread, read_again, censuses, from_memo = _counts.get(ws, (0, 0, 0, 0))
+    return {
+        "rg_output": {"files_unread": unread, "files_read_again": read_again},
+        "census": {"taken": censuses, "from_memo": from_memo},
+    }
 
 
 def _page_free(request: SearchRequest) -> SearchRequest:

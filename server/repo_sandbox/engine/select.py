@@ -52,5 +52,5 @@ def report(ws: Workspace) -> dict[str, Any]:
     if rg is not None:
         from repo_sandbox.engine import rgstate
 
-        entry["rg_output"] = rgstate.vouching(ws)
+        entry.update(rgstate.counts(ws))
     return entry

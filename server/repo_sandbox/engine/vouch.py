@@ -13,8 +13,8 @@ A file that cannot be opened that way gives no result, as the Python engine woul
 
 Reading again is skipped where it provably changes nothing: when the tree index watched every directory
 from before the census began (`tree.watch.WatchMark`), each file still has the device and inode the census
-saw once rg has printed it, and only then no directory has seen an entry created, removed, renamed or
-relinked. A swap still in place shows in the identity; one already undone had its event queued before the
+saw once rg has printed it (and a single link, where the policy refuses hard links), and only then no
+directory has seen an entry created, removed, renamed or relinked. A swap still in place shows in the identity; one already undone had its event queued before the
 directory could be changed back (the kernel queues it while the directory is still locked), so it shows in
 the watch.
 """
@@ -126,14 +126,17 @@ class Voucher:
         read what the census saw (see the module's docstring): their identities first, the watch after."""
         if self.mark is None:
             return
-        root_fd = self.ws.jail.root_fd
+        jail = self.ws.jail
         same: list[int] = []
         for rel_path, position in files:
             try:
-                info = os.stat(rel_path, dir_fd=root_fd, follow_symlinks=False)
+                info = os.stat(rel_path, dir_fd=jail.root_fd, follow_symlinks=False)
             except OSError:
                 continue
-            if self.census.same_file(position, info) and info.st_dev == self._root_device:
+            # A link made outside the tree to one of its files is not heard by its watches (nor by a census
+            # memo): its link count is checked here, as the jail checks it.
+            linked = info.st_nlink > 1 and not jail.allow_hard_links
+            if self.census.same_file(position, info) and info.st_dev == self._root_device and not linked:
                 same.append(position)
         if same and self.mark.quiet_since():
             self._trusted.update(same)

@@ -38,14 +38,12 @@ from typing import Final, NamedTuple
 
 from repo_sandbox.exec._gitrecords import Findings, NeedleSearch, ScanError, component_haystack, union_names
 from repo_sandbox.exec._gitscan import MAX_OBJECTS, GitReader, index_key, kind, loose_tree, pack_object_count
-from repo_sandbox.tree.watch import WATCH_MASK, DirWatch
+from repo_sandbox.tree.watch import CONTENT_EVENTS, WATCH_MASK, DirWatch
 
 __all__ = ["Found", "GitNames", "NeedleSearch", "component_haystack"]
 
 MAX_LOOSE_BATCH: Final = 2_000
 """More new loose objects than this at once are read through git rather than inflated one by one."""
-IN_MODIFY: Final = 0x00000002
-IN_CLOSE_WRITE: Final = 0x00000008
 PackKey = dict[str, tuple[tuple[int, int, int], tuple[int, int, int]]]
 """Pack name -> stat data of its `.idx` and `.pack`."""
 
@@ -54,7 +52,7 @@ class _WriteWatch(DirWatch):
     """A DirWatch that also reports files written in place."""
 
     def add(self, path: str) -> bool:
-        mask = WATCH_MASK | IN_MODIFY | IN_CLOSE_WRITE
+        mask = WATCH_MASK | CONTENT_EVENTS
         return self._libc.inotify_add_watch(self._fd, os.fsencode(path), mask) >= 0
 
 

@@ -134,8 +134,8 @@ class TreeIndex:
             whole = snapshot is not None and not snapshot.truncated and snapshot.one_device
             if subscription is None or not whole or self._closed:
                 return None
-            events = subscription.mark()
-            return None if events is None else WatchMark(subscription, events)
+            counts = subscription.mark()
+            return None if counts is None else WatchMark(subscription, *counts)
 
     def close(self) -> None:
         with self._lock:

@@ -6,9 +6,10 @@ is missing or its instance limit is reached, and callers fall back to re-stat'in
 time stamps can be trusted).
 
 What a directory watch reports: entries appearing, disappearing, being renamed, or changing metadata
-(chmod, a new link count) in that directory, and the directory itself being deleted or moved. It does NOT
-report a file's content changing: callers compare each file's stat identity for that. A queue overflow or
-a read error is reported as "everything changed" (fail closed).
+(chmod, a new link count) in that directory, and the directory itself being deleted or moved. A `WatchHub`
+also hears its files written (`IN_MODIFY`, `IN_CLOSE_WRITE`), counted apart (`Subscription.touched`): they
+change no listing, but a caller that learnt something from the files' contents may ask `WatchMark.still_since`
+whether any was written. A queue overflow or a read error is reported as "everything changed" (fail closed).
 
 - `DirWatch`: one inotify instance, one answer ("anything at all?"); the repository view of execute_bash.
 - `WatchHub`: one instance per workspace shared by several `Subscription`s, each told which of its own
@@ -26,7 +27,9 @@ import threading
 from dataclasses import dataclass
 from typing import Final
 
+IN_MODIFY: Final = 0x00000002
 IN_ATTRIB: Final = 0x00000004
+IN_CLOSE_WRITE: Final = 0x00000008
 IN_MOVED_FROM: Final = 0x00000040
 IN_MOVED_TO: Final = 0x00000080
 IN_CREATE: Final = 0x00000100
@@ -44,6 +47,8 @@ WATCH_MASK: Final = (
     | IN_ONLYDIR | IN_DONT_FOLLOW
 )  # fmt: skip
 """Entries appearing, disappearing or changing metadata (a new hard link changes the link count)."""
+CONTENT_EVENTS: Final = IN_MODIFY | IN_CLOSE_WRITE
+"""A file written (or truncated) in a watched directory: heard by a `WatchHub`, counted apart."""
 RACY_NS: Final = 2_000_000_000
 """A time stamp less than this old (ns) may not change on the next change (time stamps are coarse)."""
 
@@ -144,7 +149,7 @@ class WatchHub:
             self._holders.clear()
 
     def watch_for(self, subscription: Subscription, path: str, *, follow: bool) -> int:
-        mask = WATCH_MASK & ~IN_DONT_FOLLOW if follow else WATCH_MASK
+        mask = (WATCH_MASK | CONTENT_EVENTS) & ~(IN_DONT_FOLLOW if follow else 0)
         with self._lock:
             if self._fd < 0:
                 return -1
@@ -184,11 +189,17 @@ class WatchHub:
     def quiet_for(self, subscription: Subscription, mark: int | None) -> int | None:
         """The subscription's event count after reading the queue; None when it has seen more than `mark`
         (any, when `mark` is None) or can no longer see events (closed, here or by its owner)."""
+        counts = self.counts_for(subscription)
+        return None if counts is None or (mark is not None and counts[0] != mark) else counts[0]
+
+    def counts_for(self, subscription: Subscription) -> tuple[int, int] | None:
+        """(events, files written) of the subscription after reading the queue; None when it can no longer see
+        events (closed, here or by its owner)."""
         with self._lock:
             self._drain()
-            if self._fd < 0 or subscription.closed or (mark is not None and subscription.events != mark):
+            if self._fd < 0 or subscription.closed:
                 return None
-            return subscription.events
+            return subscription.events, subscription.touched
 
     def _drain(self) -> None:
         """Read every queued event and hand each to the subscriptions holding its watch descriptor (the lock is
@@ -224,6 +235,10 @@ class WatchHub:
             holders = self._holders.get(wd)
             if holders is None:
                 continue
+            if not mask & ~CONTENT_EVENTS:  # a file written: no listing changed
+                for subscription in holders:
+                    subscription.touched += 1
+                continue
             for subscription in holders:
                 subscription.pending.add(wd)
                 subscription.events += 1
@@ -240,6 +255,8 @@ class Subscription:
         self.overflowed = False
         self.events = 0
         """Events (and overflows) that reached this subscription, ever: `take` does not reset it."""
+        self.touched = 0
+        """Files written in its directories, ever (not in `events`: they change no listing)."""
         self.closed = False
         self._refs: dict[int, int] = {}
 
@@ -264,9 +281,10 @@ class Subscription:
         closed hub reports an overflow every time (nothing it says can be trusted)."""
         return self.hub.take_for(self)
 
-    def mark(self) -> int | None:
-        """The count of events so far (the queue read first), for `quiet_since`; None once closed."""
-        return self.hub.quiet_for(self, None)
+    def mark(self) -> tuple[int, int] | None:
+        """The counts of events and of files written so far (the queue read first), for `quiet_since` and
+        `still_since`; None once closed."""
+        return self.hub.counts_for(self)
 
     def quiet_since(self, mark: int) -> bool:
         """Whether no event has reached this subscription since `mark()` returned `mark` (the queue read
@@ -289,6 +307,16 @@ class WatchMark:
 
     subscription: Subscription
     events: int
+    touched: int
 
     def quiet_since(self) -> bool:
         return self.subscription.quiet_since(self.events)
+
+    def still_since(self, earlier: WatchMark) -> bool:
+        """Whether this mark, taken after `earlier`, shows no event at all in between: no entry changed and
+        no file written (and the watches still stood: the same subscription)."""
+        return (
+            earlier.subscription is self.subscription
+            and earlier.events == self.events
+            and earlier.touched == self.touched
+        )
