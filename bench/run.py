@@ -120,15 +120,20 @@ async def _read_in_flight(call: Call, arguments: dict[str, Any], reads: int) -> 
     return reads / (time.perf_counter() - start)
 
 
-async def _settle(client: Client, wait_s: float = 60.0) -> None:
-    """Wait until the server's content index has been built and nothing is left to index: the steady state an
-    agent searching the same repository meets (the niced builder would otherwise share the cores with the
-    measured calls of the first seconds)."""
+async def _status_text(client: Client) -> str:
+    status = await client.read_resource("repo-sandbox://status")
+    return getattr(status.contents[0], "text", "")
+
+
+async def _warm_up(client: Client, wait_s: float = 60.0) -> None:
+    """A search that reads every file (which starts the content index's build), then a wait until nothing is
+    left to index: the steady state an agent searching the same repository meets (the niced builder would
+    otherwise share the cores with the measured calls of the first seconds)."""
+    await client.call_tool("search_text", {"pattern": REGEX, "limit": 1000})
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        status = await client.read_resource("repo-sandbox://status")
-        index = json.loads(getattr(status.contents[0], "text", "{}")).get("search", {}).get("content_index", {})
-        if not index.get("enabled") or (index.get("files") and not index.get("building") and not index["pending"]):
+        index = json.loads(await _status_text(client) or "{}").get("search", {}).get("content_index", {})
+        if not index.get("building") and not index.get("pending"):  # a search starts a build before it answers
             return
         await anyio.sleep(0.2)
 
@@ -183,11 +188,9 @@ async def bench(corpus: Path, rounds: int, reads: int, only: list[str]) -> tuple
 
         first_page = await call("search_text", {"pattern": LITERAL, "fixed_strings": True, "limit": 100})
         extra["first page bytes"] = len(str(first_page).encode())
-        for via in (client, python_client):  # a search that reads every file starts the content index's build
-            await call("search_text", {"pattern": REGEX, "limit": 1000}, via)
-            await _settle(via)
-        status = await client.read_resource("repo-sandbox://status")
-        extra["status"] = getattr(status.contents[0], "text", "")
+        for via in (client, python_client):
+            await _warm_up(via)
+        extra["status"] = await _status_text(client)
         measures: dict[str, Callable[[], Awaitable[Any]]] = {
             "rg -n (regex)": lambda: cli([rg, "-n", REGEX, "."]),
             "search_text regex, all hits": lambda: call("search_text", {"pattern": REGEX, "limit": 1000}),
