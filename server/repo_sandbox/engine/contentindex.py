@@ -29,6 +29,8 @@ RACY_NS: Final = 2_000_000_000
 """Files changed less than this long ago (ns) are not indexed (as `tree.watch.RACY_NS`)."""
 MAX_FILTER_BYTES: Final = 64 * 1024 * 1024
 BATCH_FILES: Final = 20_000
+MAX_ADMITTED_ANSWERS: Final = 64
+"""`admitted` answers kept (a repeated search lists the same files without probing every signature again)."""
 COOLDOWN_S: Final = 1.0
 """Rest between two children, so that a tree that keeps changing does not keep one running."""
 
@@ -63,6 +65,9 @@ class ContentIndex:
         """Files searches did not read because their signature lacks the literal."""
         self.listed_searches = 0
         """Searches whose rg was given the list of files that may match instead of walking."""
+        self._generation = 0
+        """Bumped whenever a signature is added or replaced: `admitted` answers from its cache until then."""
+        self._admitted: dict[tuple[frozenset[int], str, int], tuple[int, tuple[str, ...] | None]] = {}
 
     @property
     def active(self) -> bool:
@@ -77,13 +82,21 @@ class ContentIndex:
         """The indexed files under `prefix` (root-relative, "" or ending with "/") whose signature, as last
         read, may hold the probe's literal (their identity now is the census's to check); None when there
         are more than `most`."""
+        generation, key = self._generation, (probe.windows, prefix, most)
+        cached = self._admitted.get(key)
+        if cached is not None and cached[0] == generation:
+            return None if cached[1] is None else list(cached[1])
         admits = probe.admits
-        found: list[str] = []
+        found: list[str] | None = []
         for rel, (_, signature) in list(self._signatures.items()):
             if rel.startswith(prefix) and admits(signature):
                 if len(found) == most:
-                    return None
+                    found = None
+                    break
                 found.append(rel)
+        if len(self._admitted) >= MAX_ADMITTED_ANSWERS:
+            self._admitted.clear()
+        self._admitted[key] = (generation, None if found is None else tuple(found))
         return found
 
     def idle(self) -> bool:
@@ -178,6 +191,7 @@ class ContentIndex:
                 elif modulus and self.filter_bytes + length <= MAX_FILTER_BYTES:
                     old = self._signatures.get(rel_path)
                     self._signatures[rel_path] = ((dev, ino, size, mtime, ctime), Signature.from_bytes(modulus, packed))
+                    self._generation += 1
                     self.filter_bytes += length - (0 if old is None else (old[1].modulus + 7) // 8)
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
