@@ -11,10 +11,9 @@ A census stats every file under the start directory (its kind, identity and the 
 So without an event in between, every stat the memo's census made would read the same now. What inotify does
 not hear: writes through a shared memory mapping, and a hard link made (or a file written through one) from
 outside the tree; git's fsmonitor, which skips `lstat` on the same grounds, has the same blind spots. None
-can show anything the policy hides: every file rg reports is stat'ed before its result is used, and one
-that is not the file the memo saw, or has a second link, makes the search forget the memo and take a new
-census (`engine.rgsearch`); the voucher checks the link count too, and the memo never stands in for the
-jail's own reads. What they can do is leave a file's kind or content signature stale: a memo is therefore
+can show anything the policy hides: the voucher stats every file rg reports before its result is used, and
+one that is not the file the memo saw, or has a second link, makes the search forget the memo and take a
+new census (`engine.rgsearch`); the memo never stands in for the jail's own reads. What they can do is leave a file's kind or content signature stale: a memo is therefore
 used for at most `MAX_AGE_S`, after which a census stats every file again.
 
 Where no watch covers the whole tree (no inotify, a network file system, a mount inside the root, a queue
@@ -23,7 +22,6 @@ that overflowed), there is no mark and every census stats every file.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import weakref
@@ -84,20 +82,6 @@ def adopt(census: Census, memo: CensusMemo) -> None:
         census.candidates = census.index.adopt(memo.unindexed, memo.text_files)
     if census.request.progress is not None:
         census.request.progress.files = len(census.kinds)
-
-
-def holds(ws: Workspace, census: Census, files: list[tuple[str, int]]) -> bool:
-    """Whether each of these (root-relative path, census position) files is, by its stat now, the file the
-    memo says: the same device and inode, and a single link where the policy refuses hard links."""
-    root_fd, linked_ok = ws.jail.root_fd, ws.jail.allow_hard_links
-    for rel_path, position in files:
-        try:
-            info = os.stat(rel_path, dir_fd=root_fd, follow_symlinks=False)
-        except OSError:
-            return False
-        if not census.same_file(position, info) or (info.st_nlink > 1 and not linked_ok):
-            return False
-    return True
 
 
 _memos: weakref.WeakKeyDictionary[Workspace, dict[MemoKey, CensusMemo]] = weakref.WeakKeyDictionary()

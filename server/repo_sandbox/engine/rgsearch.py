@@ -297,15 +297,12 @@ class _Search:
     def _emit_collected(self, outputs: dict[bytes, FileOutput]) -> Iterator[FileHits]:
         placed = [(p, output) for output in outputs.values() if (p := self._placed(output)) is not None]
         placed.sort(key=lambda item: item[0])
-        if self.census.from_memo and not censusmemo.holds(self.ws, self.census, self._placed_paths(placed)):
+        agree = self.voucher.trust([(self._root_path(output.path), position) for position, output in placed])
+        if self.census.from_memo and not agree:
             raise _StaleMemo
-        self.voucher.trust(self._placed_paths(placed))
         for position, output in placed:
             if (hits := self._emit(position, output)) is not None:
                 yield hits
-
-    def _placed_paths(self, placed: list[tuple[int, FileOutput]]) -> list[tuple[str, int]]:
-        return [(self._root_path(output.path), position) for position, output in placed]
 
     def _stream(self, process: RgProcess, options: RgOptions) -> Iterator[FileHits]:
         yielded = False

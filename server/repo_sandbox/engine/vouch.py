@@ -14,9 +14,11 @@ A file that cannot be opened that way gives no result, as the Python engine woul
 Reading again is skipped where it provably changes nothing: when the tree index watched every directory
 from before the census began (`tree.watch.WatchMark`), each file still has the device and inode the census
 saw once rg has printed it (and a single link, where the policy refuses hard links), and only then no
-directory has seen an entry created, removed, renamed or relinked. A swap still in place shows in the identity; one already undone had its event queued before the
-directory could be changed back (the kernel queues it while the directory is still locked), so it shows in
-the watch.
+directory has seen an entry created, removed, renamed or relinked. A swap still in place shows in the
+identity; one already undone had its event queued before the directory could be changed back (the kernel
+queues it while the directory is still locked), so it shows in the watch. A link made outside the tree to
+one of its files is heard by no watch (nor by a census memo): the link count is checked here, as the jail
+checks it.
 """
 
 from __future__ import annotations
@@ -121,25 +123,32 @@ class Voucher:
         self.read_again = 0
         """Files read again through the jail."""
 
-    def trust(self, files: list[tuple[str, int]]) -> None:
+    def trust(self, files: list[tuple[str, int]]) -> bool:
         """Decide for these (root-relative path, census position) files, which rg has printed, whether rg
-        read what the census saw (see the module's docstring): their identities first, the watch after."""
-        if self.mark is None:
-            return
+        read what the census saw (see the module's docstring): their identities first, the watch after.
+        Returns whether each one is, by its stat now, the file the census saw (same device and inode, and a
+        single link where the policy refuses hard links): checked with a mark, or for a census from a memo
+        (`engine.censusmemo`), which a file that is not proves stale."""
+        mark = self.mark
+        if mark is None and not self.census.from_memo:
+            return True
         jail = self.ws.jail
         same: list[int] = []
+        agree = True
         for rel_path, position in files:
             try:
                 info = os.stat(rel_path, dir_fd=jail.root_fd, follow_symlinks=False)
             except OSError:
+                agree = False
                 continue
-            # A link made outside the tree to one of its files is not heard by its watches (nor by a census
-            # memo): its link count is checked here, as the jail checks it.
             linked = info.st_nlink > 1 and not jail.allow_hard_links
-            if self.census.same_file(position, info) and info.st_dev == self._root_device and not linked:
+            if not self.census.same_file(position, info) or linked:
+                agree = False
+            elif info.st_dev == self._root_device:
                 same.append(position)
-        if same and self.mark.quiet_since():
+        if same and mark is not None and mark.quiet_since():
             self._trusted.update(same)
+        return agree
 
     def check(self, rel_path: str, position: int, output: FileOutput, keep: tuple[int, int]) -> FileOutput | FileResult:
         """`output` itself when trusted or its lines hold, else the Python engine's result over the jailed
