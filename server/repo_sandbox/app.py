@@ -110,8 +110,7 @@ def mcp_tool(spec: ToolSpec, settings: Settings | None = None) -> Tool:
         description=spec.description,
         input_schema=spec.input_schema(settings),
         output_schema=spec.output_schema(),
-        annotations=ToolAnnotations(
-            title=spec.title,
+        annotations=ToolAnnotations(  # no title here: the tool's own `title` says it once
             read_only_hint=spec.read_only,
             destructive_hint=spec.destructive,
             idempotent_hint=spec.idempotent,
@@ -133,20 +132,26 @@ def _without_surrogates(value: Any) -> Any:
     return value
 
 
-def call_tool_result(outcome: CallOutcome) -> CallToolResult:
-    """A pipeline outcome as an MCP result: JSON text plus the same object as structured content.
+def call_tool_result(outcome: CallOutcome, *, json_text: bool = False) -> CallToolResult:
+    """A pipeline outcome as an MCP result: the typed object as structured content, and as text its compact
+    rendering for the model (`render`), or with `json_text` (and always for an error) the same object as JSON.
 
     Lone surrogates (undecodable file-name bytes, or escapes a client sent) cannot be written as UTF-8;
     they would break the transport for every later message, so they are replaced here as a last resort.
     """
-    text = outcome.to_json()
+    from repo_sandbox.render import result_text
+
+    def text_of(payload: dict[str, Any], to_json: Callable[[], str]) -> str:
+        return to_json() if json_text else result_text(outcome.tool, payload, is_error=outcome.is_error, json_text=to_json)
+
     payload = outcome.payload
+    text = text_of(payload, outcome.to_json)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
             payload = _without_surrogates(payload)
-            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+            text = text_of(payload, lambda: json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=payload,

@@ -91,6 +91,7 @@ class ToolHandlers:
             extras=extras,
         )
         try:
-            return call_tool_result(await self.pipeline.call(params.name, params.arguments, context))
+            outcome = await self.pipeline.call(params.name, params.arguments, context)
+            return call_tool_result(outcome, json_text=self.workspace.settings.server.result_text == "json")
         except InputRequired as pause:
             return InputRequiredResult(input_requests=pause.requests, request_state=pause.state)

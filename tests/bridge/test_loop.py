@@ -26,8 +26,15 @@ QUESTION = [{"role": "system", "content": "You read code."}, {"role": "user", "c
 
 
 def tool_content(message: dict[str, Any]) -> Any:
+    """A graded error as the JSON object the model reads."""
     assert message["role"] == "tool"
     return json.loads(message["content"])
+
+
+def tool_text(message: dict[str, Any]) -> str:
+    """A result as the model reads it: the compact rendering, as an MCP client's model gets it."""
+    assert message["role"] == "tool"
+    return message["content"]
 
 
 async def test_a_turn_of_parallel_calls_then_an_answer_sends_the_whole_history(
@@ -70,8 +77,8 @@ async def test_a_turn_of_parallel_calls_then_an_answer_sends_the_whole_history(
         ],
     }
     assert [(m["role"], m["tool_call_id"]) for m in history[3:]] == [("tool", "call_1"), ("tool", "call_2")]
-    assert tool_content(history[3])["files"] == ["cmd/tool/main.go", "internal/repo/repo.go", "main.go"]
-    assert tool_content(history[4])["content"] == "# Demo\n\nA small Go service.\n"
+    assert tool_text(history[3]) == "cmd/tool/main.go\ninternal/repo/repo.go\nmain.go\n"
+    assert tool_text(history[4]) == "# Demo\n\nA small Go service.\n"
     assert len(history) == 5
     assert transcript.messages == [*history, {"role": "assistant", "content": "A small Go service with two commands."}]
     assert [(r.round, r.id, r.name, r.is_error) for r in transcript.tool_calls] == [
@@ -153,7 +160,7 @@ async def test_empty_arguments_count_as_an_empty_object(
     async with make_client() as client:
         with anyio.fail_after(20):
             await run_tool_loop(QUESTION, client=client, workspace=go_workspace)
-    assert tool_content(chat_server.bodies[1]["messages"][-1])["files"] == 6
+    assert " lines in 6 files (" in tool_text(chat_server.bodies[1]["messages"][-1]).split("\n")[0]
 
 
 async def test_the_loop_survives_a_429_and_a_500_between_turns(
@@ -171,7 +178,7 @@ async def test_the_loop_survives_a_429_and_a_500_between_turns(
     assert transcript.answer == "19 lines of Go." and transcript.rounds == 2
     bodies = chat_server.bodies
     assert len(bodies) == 4 and bodies[0] == bodies[1] and bodies[2] == bodies[3]
-    assert tool_content(bodies[3]["messages"][-1])["total_lines"] == 19
+    assert tool_text(bodies[3]["messages"][-1]).startswith("19 lines in ")
 
 
 async def test_exceeding_max_rounds_raises_with_the_transcript_and_skips_the_last_calls(
@@ -238,9 +245,9 @@ async def test_the_operators_policy_applies_to_the_models_calls(
                 await run_tool_loop(QUESTION, client=client, workspace=workspace)
     finally:
         workspace.close()
-    denied, listing = (tool_content(m) for m in chat_server.bodies[1]["messages"][-2:])
-    assert denied["error"]["code"] == "path_denied"
-    assert listing["files"] == ["cmd/tool/main.go", "main.go"]
+    denied, listing = chat_server.bodies[1]["messages"][-2:]
+    assert tool_content(denied)["error"]["code"] == "path_denied"
+    assert tool_text(listing) == "cmd/tool/main.go\nmain.go\n"
 
 
 async def test_the_model_is_offered_the_tools_under_the_operators_policy(
@@ -339,7 +346,7 @@ async def test_parallel_calls_run_concurrently_and_answer_in_the_order_of_the_ca
     assert [m["tool_call_id"] for m in sent] == ["p0", "p1", "p2", "p3"]  # ... yet its answer comes first
     assert [r.id for r in transcript.tool_calls] == ["p0", "p1", "p2", "p3"]
     assert [r.id for r in printed][-1] == "p0"  # printed as they happen
-    assert tool_content(sent[0])["path"] == "main.go"
+    assert tool_text(sent[0]).startswith("     1\tpackage main\n")
     assert tool_content(sent[3])["error"]["code"] == "path_outside_root"
 
 

@@ -14,6 +14,7 @@ from mcp.types import TextContent
 
 from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
+from repo_sandbox.render import result_text
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
@@ -86,18 +87,24 @@ def build_tree(root: Path) -> Path:
     return root
 
 
-def payload_of(result: Any) -> dict[str, Any]:
-    """The structured content, checked against the JSON text content (they must be the same object)."""
+def payload_of(result: Any, tool: str | None = None) -> dict[str, Any]:
+    """The structured content, checked against the text content: an error's text is the same object as JSON,
+    a success's the compact rendering of it (checked when `tool` is given; `tests/interaction/test_result_text.py`
+    pins the renderings themselves)."""
     structured = result.structured_content
     assert isinstance(structured, dict)
     assert len(result.content) == 1 and isinstance(result.content[0], TextContent)
-    assert json.loads(result.content[0].text) == structured
+    text = result.content[0].text
+    if result.is_error:
+        assert json.loads(text) == structured
+    elif tool is not None:
+        assert text == result_text(tool, structured, is_error=False, json_text=lambda: "(not compact)")
     return structured  # pyright: ignore[reportUnknownVariableType]
 
 
 async def call_ok(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
-    payload = payload_of(result)
+    payload = payload_of(result, tool)
     assert result.is_error is False, payload
     return payload
 

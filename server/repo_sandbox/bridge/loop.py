@@ -22,6 +22,7 @@ from repo_sandbox.bridge.client import ChatClient
 from repo_sandbox.bridge.errors import MaxRoundsExceededError
 from repo_sandbox.bridge.openai import openai_tools
 from repo_sandbox.errors import InvalidArgumentsError
+from repo_sandbox.render import result_text
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext, CallOutcome, CallPipeline
 from repo_sandbox.workspace import Workspace
@@ -105,8 +106,12 @@ def _malformed_json_error(tool: str, reason: str) -> dict[str, Any]:
     ).to_payload()
 
 
-def _tool_message_content(payload: Mapping[str, Any]) -> str:
+def _tool_message_content(tool: str, payload: Mapping[str, Any], *, is_error: bool, json_text: bool) -> str:
+    """What the model reads, as an MCP client's model does: the compact rendering of a success (`render`), the
+    JSON of an error, or JSON throughout with `[server] result_text = "json"`."""
     text = json.dumps(payload, ensure_ascii=False)
+    if not json_text:
+        text = result_text(tool, payload, is_error=is_error, json_text=lambda: text)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates from undecodable names cannot travel as UTF-8
@@ -131,6 +136,7 @@ class ToolLoop:
             openai_tools(settings=workspace.settings) if tools is None else tools
         )
         self.on_tool_call = on_tool_call
+        self.json_text = workspace.settings.server.result_text == "json"
 
     async def execute(
         self, tool_call: Mapping[str, Any], session_id: str, round_number: int = 0
@@ -152,7 +158,10 @@ class ToolLoop:
         )
         if self.on_tool_call is not None:
             self.on_tool_call(record)
-        return {"role": "tool", "tool_call_id": call_id, "content": _tool_message_content(payload)}, record
+        return {"role": "tool", "tool_call_id": call_id, "content": self._content(name, payload, outcome.is_error)}, record
+
+    def _content(self, tool: str, payload: Mapping[str, Any], is_error: bool) -> str:
+        return _tool_message_content(tool, payload, is_error=is_error, json_text=self.json_text)
 
     async def run_tool_loop(
         self,

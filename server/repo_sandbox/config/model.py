@@ -49,6 +49,9 @@ class ServerConfig(_Section):
     """Transport to serve: stdio, or http (Streamable HTTP at /mcp, WebSocket at /ws, /healthz)."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     """Log level for the server's own log on stderr."""
+    result_text: Literal["compact", "json"] = "compact"
+    """A tool result's text content: "compact" renders it as rg/cat -n/ls would print it (structuredContent keeps
+    the typed object; errors are JSON either way); "json" is the structured object as JSON text."""
     # --- network transports (transport = "http"); see transports/http.py ---
     host: str = "127.0.0.1"
     """Address to listen on. A non-loopback address requires a token."""

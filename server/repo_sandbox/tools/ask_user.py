@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 
 DESCRIPTION = """Ask the user 1-3 short questions and wait for the answers, when you cannot go on without them.
 
-Use it for information only the user has (which of two approaches they want, a name, a missing requirement),
-not for anything you can find in the repository with the other tools. Offer `choices` when the answer is one
-of a few options. The result has `status`: "answered" (with `answers`), or "declined"/"cancelled": then
-continue without the information (make a reasonable assumption and say so) and do not ask the same again.
+Use it for what only the user knows (which approach they want, a name, a missing requirement), not for
+what the repository tells you. Offer `choices` when the answer is one of a few options. The result is
+[answered] with the answers, or [declined] / [cancelled]: then go on without (assume, and say so) and do
+not ask again.
 
 Example: {"questions": [{"question": "Which package should I document first?", "choices": ["core", "cli"]}]}
-Common mistake: asking one question per call; ask everything you need in one call (up to 3 questions).
+Common mistake: one question per call; ask everything you need at once (up to 3 questions).
 """
 
 AskStatus = Literal["answered", "declined", "cancelled"]

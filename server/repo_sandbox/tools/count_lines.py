@@ -17,14 +17,13 @@ from repo_sandbox.tools._walk import FileEntry, Walk
 from repo_sandbox.tree import facts
 from repo_sandbox.workspace import Workspace
 
-DESCRIPTION = """Count lines of code in a file or a directory tree, like `wc -l` but jailed and filtered. Use it
-to size up a repository or a directory, or to see how long a file is before reading it.
+DESCRIPTION = """Count lines, files and bytes of a file or directory tree, like `wc -l` but jailed and
+filtered; prints the totals, lines per file extension and the 10 largest files.
+Use it to size up a repository or a directory, or to see how long a file is before reading it.
 
-Returns total lines, files and bytes, a breakdown by file extension and the 10 largest files. A line is
-what an editor shows: newlines, plus one when a non-empty file does not end with a newline. Binary files
-are skipped and counted in `skipped_binary`, files over the server's size limit in `skipped_too_large`;
-.gitignore'd and hidden files are skipped unless asked for. A `path` naming one file is counted whatever
-`pattern` says. `truncated` means the walk hit the server's limit or the lists were cut to fit.
+A line is what an editor shows (a last line without a newline counts). Binary and over-large files are
+not counted, ignored and hidden ones unless asked for; a `path` naming one file is counted whatever
+`pattern` says.
 
 Example: {"path": "src", "pattern": "*.py"}
 Common mistake: running `wc -l` through execute_bash over many files; this tool is faster and bounded.
@@ -34,16 +33,15 @@ TOP_FILES = 10
 
 
 class CountLinesArgs(ToolArgs):
-    path: Annotated[str, Field(description="File or directory, relative to the root.", examples=[".", "src"])] = "."
+    path: Annotated[str, Field(description="File or directory, relative to the root.", examples=["src"])] = "."
     pattern: Annotated[
         str | None,
-        Field(max_length=1000, description="Only count files matching this glob, e.g. '*.py'.", examples=["*.py"]),
+        Field(max_length=1000, description="Only count files matching this glob.", examples=["*.py"]),
     ] = None
     include_hidden: Annotated[
         bool | None,
         Field(
-            description="Also count hidden files and directories (names starting with '.'). "
-            "Default: the server's setting, normally false."
+            description="Also count hidden files and directories (names starting with '.')."
         ),
     ] = None
     include_ignored: Annotated[bool, Field(description="Also count files ignored by .gitignore/.ignore.")] = False

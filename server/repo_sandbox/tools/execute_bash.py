@@ -11,23 +11,21 @@ from repo_sandbox.tools._args import ToolArgs
 from repo_sandbox.tools._results import ResultModel
 from repo_sandbox.workspace import Workspace
 
-DESCRIPTION = """Run a read-only command line in the repository, inside a sandbox, and get its output.
+DESCRIPTION = """Run a read-only command line in the repository, inside a sandbox; prints its stdout, then
+`[stderr]` and its stderr when there is any, then `[exit code N]`.
 
 Use it for what the other tools cannot do: git history and diffs (`git log`, `git diff`, `git show`,
-`git blame`, `git status`), quick pipelines over text (`sort | uniq -c`, `awk`, `jq`), or file metadata.
-It accepts ONE command or a `|` pipeline of commands, never a shell script: `;`, `&&`, `||`, `&`,
-redirections (`>`, `2>&1`), `$VAR`, `$(...)`, backticks, `~` and `{a,b}` are refused, so run separate calls
-instead. Quotes and escapes work as in bash, and globs (`*.py`, `src/*/x.ts`) are expanded for you. Only
+`git blame`), pipelines over text (`sort | uniq -c`, `awk`, `jq`), file metadata. ONE command or `|`
+pipeline, never a shell script: `;`, `&&`, `||`, `&`, redirections, `$VAR`, `$(...)`, backticks, `~` and
+`{a,b}` are refused. Quotes work as in bash; globs are expanded for you. Only
 allowlisted programs with allowlisted options run (read repo-sandbox://policy): cat head tail wc ls find grep
 rg sed awk sort uniq cut tr nl tac column diff tree file stat du jq echo printf basename dirname realpath pwd
-and the read-only git sub-commands. Long options must be spelled out in full. The repository is read-only;
-only /tmp is writable and it is discarded. A non-zero exit_code is a normal result, not an error. Output
-is capped (head and tail kept, marked where cut); `sandbox` names the isolation that was used.
+and the read-only git sub-commands. Long options must be spelled out in full. Only a throwaway /tmp is
+writable. A non-zero exit code is a normal result. Output is capped (head and tail kept, marked where cut).
 
 Example: {"command": "git log --oneline -10 -- src/server.py"}
-Example: {"command": "awk '{print $1}' access.log | sort | uniq -c | sort -rn | head -5", "cwd": "logs"}
-Common mistake: using grep or find here to search code; use search_text and search_files, which are
-faster, paged and respect .gitignore. Another: `cd dir && cmd`; pass "cwd": "dir" instead.
+Common mistake: using grep or find here to search code; use search_text and search_files (faster, paged,
+respect .gitignore). Another: `cd dir && cmd`; pass "cwd": "dir" instead.
 """
 
 
@@ -38,7 +36,7 @@ class ExecuteBashArgs(ToolArgs):
             min_length=1,
             max_length=65536,
             description="One command or a '|' pipeline of allowlisted programs, quoted like bash.",
-            examples=["git diff HEAD~1 --stat", "grep -rn TODO src | head -20"],
+            examples=["git diff HEAD~1 --stat"],
         ),
     ]
     timeout: Annotated[
@@ -50,7 +48,7 @@ class ExecuteBashArgs(ToolArgs):
         ),
     ] = None
     cwd: Annotated[
-        str, Field(description="Directory to run in, relative to the repository root.", examples=[".", "src"])
+        str, Field(description="Directory to run in, relative to the repository root.", examples=["src"])
     ] = "."
 
 

@@ -30,16 +30,14 @@ from repo_sandbox.tools._textfile import (
 )
 from repo_sandbox.workspace import Workspace
 
-DESCRIPTION = """Read a text file of the repository by line range.
-
-Use it after search_files or search_text has told you which file (and which lines) matter. Returns up to
-`limit` lines starting at line `offset` (1-based), numbered like `cat -n` (number right-aligned in 6
-columns, then a tab). Long files come in pages: when `truncated` is true, call again with
-`offset` = `next_offset`. Over-long lines are cut with a visible marker. Binary files are refused.
+DESCRIPTION = """Read a text file by line range, numbered like `cat -n`.
+Use it once search_files or search_text has told you which file (and which lines) matter. Returns up to
+`limit` lines from line `offset` (1-based); over-long lines are cut with a marker; binary files are
+refused. A last line `[more: offset=N; ...]` means the file goes on: call again with that offset.
 
 Example: {"path": "src/app/main.py", "offset": 120, "limit": 60}
-Common mistake: reading a whole large file to find one function; use search_text to find the line
-first, then read around it with offset/limit. Paths are relative to the repository root.
+Common mistake: reading a whole large file to find one function; find its line with search_text, then
+read around it with offset/limit.
 """
 
 

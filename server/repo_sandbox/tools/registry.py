@@ -10,7 +10,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from repo_sandbox.config.model import LimitsConfig, Settings
 from repo_sandbox.tools import ask_user, count_lines, execute_bash, read_file, search_files, search_text
-from repo_sandbox.tools._results import ToolFailure
+from repo_sandbox.tools._results import ErrorBody
 
 ToolBody = Callable[..., Any]
 """`body(workspace, args) -> result model`, run in a worker thread; or `async def body(workspace, args, context)`."""
@@ -41,16 +41,11 @@ class ToolSpec:
     def input_schema(self, settings: Settings | None = None) -> dict[str, Any]:
         """The argument model's JSON Schema, with the defaults and bounds the operator's `settings` decide
         (None: the built-in defaults) written in (see `operator_properties`)."""
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
+        schema = lean_schema(self.args_model.model_json_schema(), drop=_TITLES)
         properties: dict[str, Any] = schema["properties"]
         for name, published in operator_properties(settings).items():
             if name in properties:
-                kept = {
-                    key: properties[name][key]
-                    for key in ("title", "description", "examples")
-                    if key in properties[name]
-                }
+                kept = {key: properties[name][key] for key in ("description", "examples") if key in properties[name]}
                 properties[name] = {**published, **kept}
         return schema
 
@@ -59,11 +54,12 @@ class ToolSpec:
 
         The `$defs` are written in place of their `$ref`s: the same schema, which clients validate every
         result against faster (no reference to resolve per object)."""
-        union: Any = Union[(*self.result_models, ToolFailure)]  # a runtime-built union
+        union: Any = Union[self.result_models]  # a runtime-built union  # noqa: UP007
         schema = TypeAdapter[Any](union).json_schema()
         schema = inline_refs(schema, schema.pop("$defs", {}))
-        schema["type"] = "object"
-        return schema
+        successes = schema.get("anyOf", [schema])
+        lean = [lean_schema(shape, drop=_OUTPUT_ANNOTATIONS) for shape in successes]
+        return {"anyOf": [*merged_shapes(lean), ERROR_SHAPE], "type": "object"}
 
 
 def operator_properties(settings: Settings | None) -> dict[str, dict[str, Any]]:
@@ -105,6 +101,73 @@ def inline_refs(schema: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -
 
 
 _ANNOTATIONS: Final = frozenset({"title", "description", "default", "examples"})
+_TITLES: Final = frozenset({"title"})
+"""pydantic's titles repeat the property names: dropped from every published schema."""
+_OUTPUT_ANNOTATIONS: Final = frozenset({"title", "description", "default"})
+"""An output schema is for validation (the result's text and the tool description explain the fields)."""
+_SUBSCHEMA_MAPS: Final = frozenset({"properties", "$defs", "patternProperties"})
+_SUBSCHEMA_LISTS: Final = frozenset({"anyOf", "allOf", "oneOf", "prefixItems"})
+_SUBSCHEMA_VALUES: Final = frozenset({"items", "additionalProperties", "not", "contains"})
+
+
+ERROR_SHAPE: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"error": {"type": "object", "required": [name for name in ErrorBody.model_fields if name != "details"]}},
+    "required": ["error"],
+    "additionalProperties": False,
+}
+"""The error branch of every output schema: what tells an error result apart, once, without its annotations."""
+
+
+def merged_shapes(shapes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Object shapes that differ only in which of their properties are present (search_text's three modes)
+    as one shape: the properties of all, those common to all required, and `anyOf` the rest of each's
+    `required`. Shapes that give one property two schemas are left as they are."""
+    if len(shapes) < 2:
+        return shapes
+    properties: dict[str, Any] = {}
+    for shape in shapes:
+        for name, schema in shape["properties"].items():
+            if properties.setdefault(name, schema) != schema:
+                return shapes
+    required: list[list[str]] = [shape.get("required", []) for shape in shapes]
+    common = [name for name in required[0] if all(name in names for names in required)]
+    return [
+        {
+            "type": "object",
+            "properties": properties,
+            "required": common,
+            "anyOf": [{"required": [name for name in names if name not in common]} for names in required],
+            "additionalProperties": False,
+        }
+    ]
+
+
+def lean_schema(schema: Any, *, drop: frozenset[str]) -> Any:
+    """`schema` without the annotation keywords in `drop`, and each `anyOf: [{type: T, ...}, {type: null}]`
+    written as `type: [T, "null"]` (the same set of values: T's keywords apply only to T's values).
+    Property names are data, not keywords: a property called `title` stays."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():  # pyright: ignore[reportUnknownVariableType]
+        if key in drop:
+            continue
+        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: lean_schema(sub, drop=drop) for name, sub in value.items()}  # pyright: ignore[reportUnknownVariableType]
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [lean_schema(sub, drop=drop) for sub in value]  # pyright: ignore[reportUnknownVariableType]
+        elif key in _SUBSCHEMA_VALUES:
+            out[key] = lean_schema(value, drop=drop)
+        else:
+            out[key] = value
+    branches = out.get("anyOf")
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:  # pyright: ignore[reportUnknownArgumentType]
+        (typed,) = [branch for branch in branches if branch != {"type": "null"}]  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(typed, dict) and isinstance(typed.get("type"), str) and not set(typed) & set(out):  # pyright: ignore[reportUnknownArgumentType]
+            del out["anyOf"]
+            out = {**typed, **out, "type": [typed["type"], "null"]}
+    return out
 
 
 TOOLS: Final[tuple[ToolSpec, ...]] = (

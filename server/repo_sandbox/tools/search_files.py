@@ -14,18 +14,16 @@ from repo_sandbox.tools._results import OutputMeter, Paged, is_presentable, page
 from repo_sandbox.tree.walk import file_runs
 from repo_sandbox.workspace import Workspace
 
-DESCRIPTION = """Find files in the repository by glob pattern; returns paths relative to the root. Use it to
-locate files by name or extension before reading or searching them.
+DESCRIPTION = """Find files by glob; prints one path per line, relative to the repository root.
+Use it to locate files by name or extension before reading or searching them.
 
-Globs work as in ripgrep/.gitignore: `*` and `?` stay within one directory, `**` spans directories,
-`[abc]` and `{py,pyi}` are supported. A pattern without `/` matches the file name at any depth, so
-`*.go` equals `**/*.go`; a pattern with `/` is matched against the path below `path`. Files ignored by
-.gitignore and hidden files are skipped unless you ask for them. Results come in pages: when `truncated`
-is true, call again with `offset` = `next_offset`; `truncated` with a null `next_offset` means the
-server's walk limit was reached: narrow `path`. sort="modified" lists the newest files first.
+Globs as in ripgrep/.gitignore: `*` stays within a directory, `**` spans directories, `[abc]` and
+`{py,pyi}` work; a pattern without `/` matches the name at any depth (`*.go` is `**/*.go`). Ignored and
+hidden files are skipped unless asked for; sort="modified" lists the newest first. A last line
+`[more: offset=N; ...]` means there are more: call again with that offset.
 
 Example: {"pattern": "**/test_*.py", "path": "tests"}
-Common mistake: using execute_bash with `find` or `ls -R`; this tool is faster and already filtered.
+Common mistake: running `find` or `ls -R` through execute_bash; this tool is faster and already filtered.
 """
 
 
@@ -42,13 +40,13 @@ class SearchFilesArgs(ToolArgs):
             min_length=1,
             max_length=1000,
             description="Glob to match, e.g. '*.py', 'src/**/*.ts', '*.{js,jsx}'.",
-            examples=["**/*.py", "src/**/*.{ts,tsx}"],
+            examples=["**/*.py"],
         ),
     ]
-    path: Annotated[str, Field(description="Directory to search, relative to the root.", examples=[".", "src"])] = "."
+    path: Annotated[str, Field(description="Directory to search, relative to the root.", examples=["src"])] = "."
     limit: Annotated[int, Field(ge=1, le=1000, description="Most paths to return.", examples=[100]), WHOLE_NUMBER] = 100
     offset: Annotated[
-        int, Field(ge=0, description="Number of paths to skip (for paging).", examples=[0, 100]), WHOLE_NUMBER
+        int, Field(ge=0, description="Paths to skip (for paging).", examples=[100]), WHOLE_NUMBER
     ] = 0
     sort: Annotated[
         Literal["path", "modified"],
@@ -57,8 +55,7 @@ class SearchFilesArgs(ToolArgs):
     include_hidden: Annotated[
         bool | None,
         Field(
-            description="Also match hidden files and directories (names starting with '.'). "
-            "Default: the server's setting, normally false."
+            description="Also match hidden files and directories (names starting with '.')."
         ),
     ] = None
     include_ignored: Annotated[bool, Field(description="Also match files ignored by .gitignore/.ignore.")] = False

@@ -19,21 +19,19 @@ from repo_sandbox.workspace import Workspace
 if TYPE_CHECKING:
     from repo_sandbox.runtime.pipeline import CallContext
 
-DESCRIPTION = """Search file contents with a regular expression (or a literal string); like ripgrep, jailed.
+DESCRIPTION = """Search file contents with a regex (Rust/ripgrep syntax: no look-around or backreferences)
+or, with fixed_strings, literal text. Prints like `rg -n --heading`: a path line, then `line:text` per
+matching line (`line-text` for context lines, `--` between groups).
 Use it to find where a name is defined or used, or which files mention something.
 
-Regex syntax is Rust/ripgrep's: no backreferences, no look-around. Each result is a matching line with
-its path and 1-based line number, optionally with `context` lines around it. `output_mode` can instead
-list just the files that match ("files_with_matches") or a count per file ("count"). .gitignore'd and
-hidden files are skipped unless asked for; binary and over-large files are skipped and counted. A
-`path` naming one file is searched whatever `glob` says. A line break in the pattern needs
-multiline=true; a literal '{' must be escaped ('\\{'). Results come in pages: when `truncated` is true,
-call again with `offset` = `next_offset` (`total_matches` is then a lower bound); `truncated` with a
-null `next_offset` means the server's walk limit was reached: narrow `path`.
+output_mode "files_with_matches" prints paths only, "count" `path:count`. Ignored, hidden, binary and
+over-large files are skipped; a `path` naming one file is searched whatever `glob` says. A line break in
+the pattern needs multiline=true; escape a literal '{' as '\\{'. A last line `[more: offset=N]` means
+there are more: call again with that offset.
 
 Example: {"pattern": "def \\\\w+_handler", "glob": "*.py", "path": "src"}
-Common mistake: running grep or rg through execute_bash; this tool is faster, bounded and structured.
-Another: forgetting to escape regex metacharacters; set fixed_strings=true to search for text like 'a.b('.
+Common mistake: running grep or rg through execute_bash; this tool is faster, bounded and paged.
+Another: unescaped regex metacharacters; set fixed_strings=true for text like 'a.b('.
 """
 
 
@@ -44,18 +42,18 @@ class SearchTextArgs(ToolArgs):
             min_length=1,
             max_length=10_000,
             description="Regular expression (Rust syntax) or, with fixed_strings, literal text.",
-            examples=["TODO", "fn\\s+main", "import (os|sys)"],
+            examples=["fn\\s+main"],
         ),
     ]
     path: Annotated[
-        str, Field(description="File or directory to search, relative to the root.", examples=[".", "src"])
+        str, Field(description="File or directory to search, relative to the root.", examples=["src"])
     ] = "."
     glob: Annotated[
         str | None,
         Field(
             max_length=1000,
-            description="Only search files matching this glob, e.g. '*.py' or 'src/**/*.ts'.",
-            examples=["*.py", "src/**/*.{ts,tsx}"],
+            description="Only search files matching this glob.",
+            examples=["src/**/*.{ts,tsx}"],
         ),
     ] = None
     fixed_strings: Annotated[bool, Field(description="Treat the pattern as literal text, not a regex.")] = False
@@ -67,23 +65,22 @@ class SearchTextArgs(ToolArgs):
     output_mode: Annotated[
         Literal["content", "files_with_matches", "count"],
         Field(
-            description="'content': matching lines; 'files_with_matches': paths only; 'count': per-file counts.",
+            description="Matching lines, paths only, or a count per file.",
             examples=["files_with_matches"],
         ),
     ] = "content"
     limit: Annotated[
         int,
-        Field(ge=1, le=1000, description="Most matches (or files, or counts) to return.", examples=[100]),
+        Field(ge=1, le=1000, description="Most matches (files, counts) to return.", examples=[100]),
         WHOLE_NUMBER,
     ] = 100
     offset: Annotated[
-        int, Field(ge=0, description="Number of results to skip (for paging).", examples=[0, 100]), WHOLE_NUMBER
+        int, Field(ge=0, description="Results to skip (for paging).", examples=[100]), WHOLE_NUMBER
     ] = 0
     include_hidden: Annotated[
         bool | None,
         Field(
-            description="Also search hidden files and directories (names starting with '.'). "
-            "Default: the server's setting, normally false."
+            description="Also search hidden files and directories (names starting with '.')."
         ),
     ] = None
     include_ignored: Annotated[bool, Field(description="Also search files ignored by .gitignore/.ignore.")] = False
