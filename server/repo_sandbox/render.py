@@ -52,17 +52,14 @@ def read_file(payload: Mapping[str, Any]) -> str:
 def search_text(payload: Mapping[str, Any]) -> str:
     """`rg -n --heading`: a path line, then `N:text` (context `N-text`, `--` between distant groups); files as
     `rg -l`, counts as `rg -c`."""
-    parts: list[str] = []
-    if payload.get("degraded"):
-        parts.append(f"[degraded: {payload['degraded']}]\n")
+    parts = [f"[degraded: {payload['degraded']}]\n"] if payload.get("degraded") else []
     if "matches" in payload:
-        parts.append(_matches(payload["matches"]))
+        found = _matches(payload["matches"])
     elif "files" in payload:
-        parts.extend(f"{path}\n" for path in payload["files"])
+        found = "".join(f"{path}\n" for path in payload["files"])
     else:
-        parts.extend(f"{row['path']}:{row['count']}\n" for row in payload["counts"])
-    if len(parts) == (1 if payload.get("degraded") else 0):
-        parts.append(f"No matches ({payload['files_searched']} files searched).\n")
+        found = "".join(f"{row['path']}:{row['count']}\n" for row in payload["counts"])
+    parts.append(found or f"No matches ({payload['files_searched']} files searched).\n")
     if payload["skipped_too_large"]:
         parts.append(f"[{payload['skipped_too_large']} files over the size limit not searched]\n")
     parts.append(_notes(payload))
@@ -114,7 +111,7 @@ def count_lines(payload: Mapping[str, Any]) -> str:
     if skipped:
         rows.append(f"[not counted: {', '.join(skipped)}]\n")
     if payload["truncated"]:
-        rows.append("[truncated: the server's walk limit was reached; narrow `path`]\n")
+        rows.append("[truncated: the server's walk limit was reached or the lists were cut; narrow `path`]\n")
     return "".join(rows)
 
 
