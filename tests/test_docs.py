@@ -31,7 +31,7 @@ def error_table() -> dict[str, tuple[str, bool]]:
 
 
 def tools_section() -> str:
-    return readme().split("\n## Tools\n")[1].split("\n### ")[0]
+    return readme().split("\n## Tools\n")[1].split("\n## ")[0]
 
 
 def _without_groups(text: str) -> str:

@@ -1,7 +1,7 @@
 """The official MCP conformance suite (pinned, Node 22) against `repo-sandbox serve --transport http`.
 
 Run without a token on 127.0.0.1 (the suite cannot send one). Only the scenarios that apply to a server
-with no prompts, resources, sampling or elicitation fixtures are required; README.md lists the others.
+with no prompts, resources, sampling or elicitation fixtures are required; docs/transports.md lists the others.
 """
 
 from __future__ import annotations
