@@ -142,7 +142,9 @@ def call_tool_result(outcome: CallOutcome, *, json_text: bool = False) -> CallTo
     from repo_sandbox.render import result_text
 
     def text_of(payload: dict[str, Any], to_json: Callable[[], str]) -> str:
-        return to_json() if json_text else result_text(outcome.tool, payload, is_error=outcome.is_error, json_text=to_json)
+        return (
+            to_json() if json_text else result_text(outcome.tool, payload, is_error=outcome.is_error, json_text=to_json)
+        )
 
     payload = outcome.payload
     text = text_of(payload, outcome.to_json)

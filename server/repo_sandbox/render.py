@@ -26,9 +26,13 @@ def more(next_offset: Any, *, truncated: bool, total: str = "") -> str:
     return f"[more: offset={next_offset}{total}]\n"
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def _notes(payload: Mapping[str, Any]) -> str:
     redactions = payload.get("redactions") or 0
-    return f"[{redactions} secret{'s' if redactions != 1 else ''} masked]\n" if redactions else ""
+    return f"[{_count(redactions, 'secret')} masked]\n" if redactions else ""
 
 
 def _lines(text: str) -> str:
@@ -38,14 +42,18 @@ def _lines(text: str) -> str:
 def search_files(payload: Mapping[str, Any]) -> str:
     files: Sequence[str] = payload["files"]
     body = "".join(f"{path}\n" for path in files) or "No files match.\n"
-    return body + more(payload["next_offset"], truncated=payload["truncated"], total=f"; {payload['total']} files in all")
+    return body + more(
+        payload["next_offset"], truncated=payload["truncated"], total=f"; {payload['total']} files in all"
+    )
 
 
 def read_file(payload: Mapping[str, Any]) -> str:
     body = _lines(payload["content"])
     if not body:
         body = "[empty file]\n" if payload["total_lines"] == 0 else ""
-    footer = more(payload["next_offset"], truncated=payload["truncated"], total=f"; {payload['total_lines']} lines in all")
+    footer = more(
+        payload["next_offset"], truncated=payload["truncated"], total=f"; {payload['total_lines']} lines in all"
+    )
     return body + _notes(payload) + footer
 
 
@@ -59,9 +67,9 @@ def search_text(payload: Mapping[str, Any]) -> str:
         found = "".join(f"{path}\n" for path in payload["files"])
     else:
         found = "".join(f"{row['path']}:{row['count']}\n" for row in payload["counts"])
-    parts.append(found or f"No matches ({payload['files_searched']} files searched).\n")
+    parts.append(found or f"No matches ({_count(payload['files_searched'], 'file')} searched).\n")
     if payload["skipped_too_large"]:
-        parts.append(f"[{payload['skipped_too_large']} files over the size limit not searched]\n")
+        parts.append(f"[{_count(payload['skipped_too_large'], 'file')} over the size limit not searched]\n")
     parts.append(_notes(payload))
     parts.append(more(payload["next_offset"], truncated=payload["truncated"]))
     return "".join(parts)
@@ -94,7 +102,8 @@ def _matches(matches: Sequence[Mapping[str, Any]]) -> str:
 
 
 def count_lines(payload: Mapping[str, Any]) -> str:
-    rows = [f"{payload['total_lines']} lines in {payload['files']} files ({payload['bytes']} bytes)\n"]
+    lines, files = _count(payload["total_lines"], "line"), _count(payload["files"], "file")
+    rows = [f"{lines} in {files} ({_count(payload['bytes'], 'byte')})\n"]
     if payload["by_extension"]:
         rows.append(f"{'lines':>9} {'files':>6}  extension\n")
         rows.extend(
@@ -105,7 +114,10 @@ def count_lines(payload: Mapping[str, Any]) -> str:
         rows.extend(f"{row['lines']:>9}  {row['path']}\n" for row in payload["largest"])
     skipped = [
         f"{count} {what}"
-        for count, what in ((payload["skipped_binary"], "binary"), (payload["skipped_too_large"], "over the size limit"))
+        for count, what in (
+            (payload["skipped_binary"], "binary"),
+            (payload["skipped_too_large"], "over the size limit"),
+        )
         if count
     ]
     if skipped:

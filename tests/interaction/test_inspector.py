@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from e2e_tree import build_tree
 
+from repo_sandbox.render import result_text
+
 pytestmark = pytest.mark.inspector
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -100,7 +102,17 @@ def test_inspector_accepts_a_successful_call_of_each_tool(
     assert output["isError"] is False
     structured = output["structuredContent"]
     assert {key: structured[key] for key in expected} == expected
-    assert json.loads(output["content"][0]["text"]) == structured
+    text = output["content"][0]["text"]  # the compact rendering the model reads
+    assert text == result_text(tool, structured, is_error=False, json_text=lambda: "(not compact)")
+    assert text.startswith(FIRST_LINES[tool])
+
+
+FIRST_LINES = {
+    "search_files": "docs/café.md\ndocs/guide.md\n",
+    "read_file": "     1\t# Demo\n     2\t\n[more: offset=3; ",
+    "search_text": "src/",
+    "count_lines": "5 lines in 4 files (",
+}
 
 
 @pytest.mark.parametrize(

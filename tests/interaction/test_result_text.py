@@ -5,14 +5,13 @@ tools/list reply stays lean -- all through the real SDK client."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-
-import importlib.util
 
 import anyio
 import pytest
@@ -31,6 +30,11 @@ APP = "import os\ndef load_cache():\n    return {}\nx = 1\ny = 2\nz = 3\nw = 4\n
 APP += "def drop_cache():\n    pass\n# end\n"
 
 
+def output(command: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
+    """What a reference command prints (run before the client connects)."""
+    return subprocess.run(command, cwd=cwd, input=stdin, capture_output=True, check=True).stdout
+
+
 def rg() -> str:
     """The rg the server uses when there is no system one: the `ripgrep` wheel's, next to this Python."""
     found = shutil.which("rg") or str(Path(sys.executable).with_name("rg"))
@@ -46,6 +50,18 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root / "docs" / "notes.md", "".join(f"note {i}\n" for i in range(1, 8)))
     write(root / "empty.txt", "")
     return root
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_masked_secrets_are_counted_on_a_last_line(tmp_path: Path, mode: str) -> None:
+    secret = "ghp_" + "Qx7" * 12
+    write(tmp_path / "conf.py", f'TOKEN = "{secret}"\nname = "demo"\n')
+    async with connect(tmp_path, mode) as client:
+        read, structured, _ = await text_of(client, "read_file", {"path": "conf.py"})
+        found, _, _ = await text_of(client, "search_text", {"pattern": "TOKEN|name"})
+    assert structured["redactions"] == 1 and secret not in read + found
+    assert read.endswith('     2\tname = "demo"\n[1 secret masked]\n')
+    assert found.startswith("conf.py\n1:TOKEN = ") and found.endswith('2:name = "demo"\n[1 secret masked]\n')
 
 
 async def text_of(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any], bool]:
@@ -73,7 +89,7 @@ async def test_search_text_reads_exactly_as_rg_prints_it(
     command = [rg(), "-n", "--heading", "--sort", "path", *rg_args, "--", arguments["pattern"]]
     if "path" in arguments:
         command.append(arguments["path"])
-    expected = subprocess.run(command, cwd=repo, capture_output=True, text=True, check=True).stdout
+    expected = output(command, repo).decode()
     async with connect(repo, mode) as client:
         text, structured, is_error = await text_of(client, "search_text", arguments)
     assert not is_error and structured["total_matches"] > 0  # the typed object is still there
@@ -83,8 +99,11 @@ async def test_search_text_reads_exactly_as_rg_prints_it(
 @pytest.mark.parametrize(
     ("tool", "arguments", "expected"),
     [
-        ("read_file", {"path": "src/app.py", "limit": 2}, "     1\timport os\n     2\tdef load_cache():\n"
-         "[more: offset=3; 12 lines in all]\n"),
+        (
+            "read_file",
+            {"path": "src/app.py", "limit": 2},
+            "     1\timport os\n     2\tdef load_cache():\n[more: offset=3; 12 lines in all]\n",
+        ),
         ("read_file", {"path": "b.py", "line_numbers": False}, "def b_cache():\n    return 1\n"),
         ("read_file", {"path": "empty.txt"}, "[empty file]\n"),
         ("search_files", {"pattern": "*.py"}, "b.py\nsrc/app.py\n"),
@@ -92,11 +111,20 @@ async def test_search_text_reads_exactly_as_rg_prints_it(
         ("search_files", {"pattern": "*.rs"}, "No files match.\n"),
         ("search_text", {"pattern": "note", "limit": 2}, "docs/notes.md\n1:note 1\n2:note 2\n[more: offset=2]\n"),
         ("search_text", {"pattern": "nothing here"}, "No matches (4 files searched).\n"),
-        ("count_lines", {"path": "docs"}, "7 lines in 1 files (49 bytes)\n"
-         "    lines  files  extension\n        7      1  .md\n    lines  largest files\n        7  docs/notes.md\n"),
+        (
+            "count_lines",
+            {"path": "docs"},
+            (
+                "7 lines in 1 file (49 bytes)\n"
+                "    lines  files  extension\n        7      1  .md\n    lines  largest files\n        7  docs/notes.md\n"
+            ),
+        ),
         ("execute_bash", {"command": "wc -l b.py"}, "2 b.py\n[exit code 0]\n"),
-        ("execute_bash", {"command": "cat b.py missing.txt"},
-         "def b_cache():\n    return 1\n[stderr]\ncat: missing.txt: No such file or directory\n[exit code 1]\n"),
+        (
+            "execute_bash",
+            {"command": "cat b.py missing.txt"},
+            "def b_cache():\n    return 1\n[stderr]\ncat: missing.txt: No such file or directory\n[exit code 1]\n",
+        ),
     ],
 )
 async def test_each_tool_reads_like_the_command_it_stands_for(
@@ -151,7 +179,7 @@ def stdlib() -> Path:
 
 async def test_the_stdlib_cache_search_costs_at_most_5_percent_over_rg_n(stdlib: Path) -> None:
     pattern = r"def \w+_cache"
-    reference = subprocess.run([rg(), "-n", pattern], cwd=stdlib, capture_output=True, check=True).stdout
+    reference = output([rg(), "-n", pattern], stdlib)
     async with connect(stdlib, "auto") as client:
         text, structured, _ = await text_of(client, "search_text", {"pattern": pattern, "limit": 1000})
     assert structured["total_matches"] == reference.count(b"\n") and not structured["truncated"]
@@ -159,8 +187,7 @@ async def test_the_stdlib_cache_search_costs_at_most_5_percent_over_rg_n(stdlib:
 
 
 async def test_reading_200_lines_costs_at_most_2_percent_over_cat_n(stdlib: Path) -> None:
-    head = subprocess.run(["head", "-n", "200", "argparse.py"], cwd=stdlib, capture_output=True, check=True).stdout
-    reference = subprocess.run(["cat", "-n"], input=head, capture_output=True, check=True).stdout
+    reference = output(["cat", "-n"], stdlib, output(["head", "-n", "200", "argparse.py"], stdlib))
     async with connect(stdlib, "auto") as client:
         text, structured, _ = await text_of(client, "read_file", {"path": "argparse.py", "limit": 200})
     assert text.startswith(reference.decode()) and structured["end_line"] == 200
@@ -173,7 +200,13 @@ async def test_tools_list_is_lean(repo: Path, mode: str) -> None:
         with anyio.fail_after(10):
             listing = await client.list_tools()
     tools = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
-    assert {tool["name"] for tool in tools} == {"search_files", "read_file", "search_text", "count_lines", "execute_bash"}
+    assert {tool["name"] for tool in tools} == {
+        "search_files",
+        "read_file",
+        "search_text",
+        "count_lines",
+        "execute_bash",
+    }
     compact = json.dumps({"tools": tools}, separators=(",", ":"), ensure_ascii=False)
     assert len(compact) <= 15_000, len(compact)
     read = [{key: tool[key] for key in ("name", "description", "inputSchema")} for tool in tools]

@@ -158,7 +158,11 @@ class ToolLoop:
         )
         if self.on_tool_call is not None:
             self.on_tool_call(record)
-        return {"role": "tool", "tool_call_id": call_id, "content": self._content(name, payload, outcome.is_error)}, record
+        return {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": self._content(name, payload, outcome.is_error),
+        }, record
 
     def _content(self, tool: str, payload: Mapping[str, Any], is_error: bool) -> str:
         return _tool_message_content(tool, payload, is_error=is_error, json_text=self.json_text)

@@ -40,9 +40,7 @@ class CountLinesArgs(ToolArgs):
     ] = None
     include_hidden: Annotated[
         bool | None,
-        Field(
-            description="Also count hidden files and directories (names starting with '.')."
-        ),
+        Field(description="Also count hidden files and directories (names starting with '.')."),
     ] = None
     include_ignored: Annotated[bool, Field(description="Also count files ignored by .gitignore/.ignore.")] = False
 

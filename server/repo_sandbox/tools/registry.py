@@ -112,7 +112,9 @@ _SUBSCHEMA_VALUES: Final = frozenset({"items", "additionalProperties", "not", "c
 
 ERROR_SHAPE: Final[dict[str, Any]] = {
     "type": "object",
-    "properties": {"error": {"type": "object", "required": [name for name in ErrorBody.model_fields if name != "details"]}},
+    "properties": {
+        "error": {"type": "object", "required": [name for name in ErrorBody.model_fields if name != "details"]}
+    },
     "required": ["error"],
     "additionalProperties": False,
 }

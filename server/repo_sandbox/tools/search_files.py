@@ -45,18 +45,14 @@ class SearchFilesArgs(ToolArgs):
     ]
     path: Annotated[str, Field(description="Directory to search, relative to the root.", examples=["src"])] = "."
     limit: Annotated[int, Field(ge=1, le=1000, description="Most paths to return.", examples=[100]), WHOLE_NUMBER] = 100
-    offset: Annotated[
-        int, Field(ge=0, description="Paths to skip (for paging).", examples=[100]), WHOLE_NUMBER
-    ] = 0
+    offset: Annotated[int, Field(ge=0, description="Paths to skip (for paging).", examples=[100]), WHOLE_NUMBER] = 0
     sort: Annotated[
         Literal["path", "modified"],
         Field(description="'path' (alphabetical) or 'modified' (newest first).", examples=["modified"]),
     ] = "path"
     include_hidden: Annotated[
         bool | None,
-        Field(
-            description="Also match hidden files and directories (names starting with '.')."
-        ),
+        Field(description="Also match hidden files and directories (names starting with '.')."),
     ] = None
     include_ignored: Annotated[bool, Field(description="Also match files ignored by .gitignore/.ignore.")] = False
 

@@ -45,9 +45,9 @@ class SearchTextArgs(ToolArgs):
             examples=["fn\\s+main"],
         ),
     ]
-    path: Annotated[
-        str, Field(description="File or directory to search, relative to the root.", examples=["src"])
-    ] = "."
+    path: Annotated[str, Field(description="File or directory to search, relative to the root.", examples=["src"])] = (
+        "."
+    )
     glob: Annotated[
         str | None,
         Field(
@@ -74,14 +74,10 @@ class SearchTextArgs(ToolArgs):
         Field(ge=1, le=1000, description="Most matches (files, counts) to return.", examples=[100]),
         WHOLE_NUMBER,
     ] = 100
-    offset: Annotated[
-        int, Field(ge=0, description="Results to skip (for paging).", examples=[100]), WHOLE_NUMBER
-    ] = 0
+    offset: Annotated[int, Field(ge=0, description="Results to skip (for paging).", examples=[100]), WHOLE_NUMBER] = 0
     include_hidden: Annotated[
         bool | None,
-        Field(
-            description="Also search hidden files and directories (names starting with '.')."
-        ),
+        Field(description="Also search hidden files and directories (names starting with '.')."),
     ] = None
     include_ignored: Annotated[bool, Field(description="Also search files ignored by .gitignore/.ignore.")] = False
 
