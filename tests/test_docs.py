@@ -136,3 +136,23 @@ async def test_an_error_the_server_returns_has_the_category_and_retryable_of_its
     error = (result.structured_content or {})["error"]
     assert error["code"] == code
     assert (error["category"], error["retryable"]) == error_table()[code]
+
+
+DOCS = README.parent / "docs"
+LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+
+
+@pytest.mark.parametrize("document", ["README.md", *(f"docs/{page.name}" for page in sorted(DOCS.glob("*.md")))])
+def test_every_relative_link_names_a_file_of_the_repository(document: str) -> None:
+    page = README.parent / document
+    targets = [target for target, _ in LINK.findall(page.read_text(encoding="utf-8")) if "://" not in target]
+    missing = [target for target in targets if not (page.parent / target).exists()]
+    assert missing == [], document
+
+
+def test_the_readme_is_short_and_reaches_every_page_of_docs() -> None:
+    text = readme()
+    assert len(text.splitlines()) <= 300
+    linked = {target for target, _ in LINK.findall(text)}
+    assert {f"docs/{page.name}" for page in DOCS.glob("*.md")} <= linked
+    assert "DESIGN.md" not in text
