@@ -81,6 +81,8 @@ async def text_of(client: Client, tool: str, arguments: dict[str, Any]) -> tuple
         ({"pattern": "cache", "context": 2, "path": "src"}, ["-C2"]),
         ({"pattern": r"def \w+_cache", "output_mode": "files_with_matches"}, ["-l"]),
         ({"pattern": "_cache", "output_mode": "count"}, ["-c"]),
+        ({"pattern": r"cache\(\):\n +return", "multiline": True}, ["-U"]),  # a match of two lines
+        ({"pattern": r"cache\(\):\n +return", "multiline": True, "context": 1}, ["-U", "-C1"]),
     ],
 )
 async def test_search_text_reads_exactly_as_rg_prints_it(
