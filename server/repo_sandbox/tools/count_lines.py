@@ -40,9 +40,9 @@ class CountLinesArgs(ToolArgs):
     ] = None
     include_hidden: Annotated[
         bool | None,
-        Field(description="Also count hidden files and directories (names starting with '.')."),
+        Field(description="Also count dot files and dot directories."),
     ] = None
-    include_ignored: Annotated[bool, Field(description="Also count files ignored by .gitignore/.ignore.")] = False
+    include_ignored: Annotated[bool, Field(description="Also count ignored files (.gitignore, .ignore).")] = False
 
 
 class ExtensionCount(ResultModel):

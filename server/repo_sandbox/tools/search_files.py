@@ -52,9 +52,9 @@ class SearchFilesArgs(ToolArgs):
     ] = "path"
     include_hidden: Annotated[
         bool | None,
-        Field(description="Also match hidden files and directories (names starting with '.')."),
+        Field(description="Also match dot files and dot directories."),
     ] = None
-    include_ignored: Annotated[bool, Field(description="Also match files ignored by .gitignore/.ignore.")] = False
+    include_ignored: Annotated[bool, Field(description="Also match ignored files (.gitignore, .ignore).")] = False
 
 
 class SearchFilesResult(Paged):

@@ -77,9 +77,9 @@ class SearchTextArgs(ToolArgs):
     offset: Annotated[int, Field(ge=0, description="Results to skip (for paging).", examples=[100]), WHOLE_NUMBER] = 0
     include_hidden: Annotated[
         bool | None,
-        Field(description="Also search hidden files and directories (names starting with '.')."),
+        Field(description="Also search dot files and dot directories."),
     ] = None
-    include_ignored: Annotated[bool, Field(description="Also search files ignored by .gitignore/.ignore.")] = False
+    include_ignored: Annotated[bool, Field(description="Also search ignored files (.gitignore, .ignore).")] = False
 
 
 class TextMatch(ResultModel):
