@@ -42,18 +42,16 @@ def _lines(text: str) -> str:
 def search_files(payload: Mapping[str, Any]) -> str:
     files: Sequence[str] = payload["files"]
     body = "".join(f"{path}\n" for path in files) or "No files match.\n"
-    return body + more(
-        payload["next_offset"], truncated=payload["truncated"], total=f"; {payload['total']} files in all"
-    )
+    total = f"; {_count(payload['total'], 'file')} in all"
+    return body + more(payload["next_offset"], truncated=payload["truncated"], total=total)
 
 
 def read_file(payload: Mapping[str, Any]) -> str:
     body = _lines(payload["content"])
     if not body:
         body = "[empty file]\n" if payload["total_lines"] == 0 else ""
-    footer = more(
-        payload["next_offset"], truncated=payload["truncated"], total=f"; {payload['total_lines']} lines in all"
-    )
+    total = f"; {_count(payload['total_lines'], 'line')} in all"
+    footer = more(payload["next_offset"], truncated=payload["truncated"], total=total)
     return body + _notes(payload) + footer
 
 
@@ -140,7 +138,8 @@ def execute_bash(payload: Mapping[str, Any]) -> str:
 def ask_user(payload: Mapping[str, Any]) -> str:
     rows = [f"[{payload['status']}]\n"]
     for answer in payload["answers"]:
-        rows.append(f"Q: {answer['question']}\nA: {answer['answer'] if answer['answer'] is not None else '(none)'}\n")
+        given = answer["answer"] if answer["answer"] is not None else "(no answer)"
+        rows.append(f"Q: {answer['question']}\nA: {given}\n")
     rows.append(f"{payload['note']}\n")
     return "".join(rows)
 

@@ -17,10 +17,11 @@ import anyio
 import pytest
 from e2e_tree import ERAS, connect
 from mcp import Client
-from mcp.types import TextContent
+from mcp.types import ElicitResult, TextContent
 
 from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
+from repo_sandbox.testing import ScriptedUser
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
@@ -136,6 +137,22 @@ async def test_each_tool_reads_like_the_command_it_stands_for(
         text, structured, is_error = await text_of(client, tool, arguments)
     assert not is_error
     assert text == expected, structured
+
+
+async def test_ask_user_reads_as_questions_and_answers(repo: Path) -> None:
+    user = ScriptedUser([ElicitResult(action="accept", content={"answer_1": "core", "answer_2": ""})])
+    workspace = Workspace(load_settings(None, env={}, overrides={("workspace", "root"): str(repo)}))
+    questions = [{"question": "Which package first?", "choices": ["core", "cli"]}, {"question": "Any deadline?"}]
+    try:
+        async with Client(build_server(workspace), mode="legacy", elicitation_callback=user) as client:
+            text, structured, is_error = await text_of(client, "ask_user", {"questions": questions})
+    finally:
+        workspace.close()
+    assert not is_error and structured["status"] == "answered"
+    assert text == (
+        "[answered]\nQ: Which package first?\nA: core\nQ: Any deadline?\nA: (no answer)\n"
+        "The user answered; 1 answer(s) were left empty.\n"
+    )
 
 
 @pytest.mark.parametrize("mode", ERAS)
