@@ -22,7 +22,14 @@ MAX_EXPANDED_SIZE: Final = 50_000
 of compiled program in the `regex` module."""
 
 _ESCAPE_LETTERS: Final = frozenset("dDwWsSbBApPxuUntrfvaz")
-"""Letter escapes that mean the same in Rust's regex and Python's `regex`."""
+"""Letter escapes of Rust's regex syntax (`translate` rewrites the forms Python's `regex` spells otherwise).
+Any other ASCII character but a letter or a digit may be escaped, and means itself; `\\<`, `\\>` are word
+boundaries."""
+_ASSERTIONS: Final = frozenset("bBAz<>")
+_SPECIAL_BOUNDARY = re.compile(r"\\b\{([A-Za-z-]+)\}")
+_BOUNDARIES: Final = {"start": r"\m", "end": r"\M", "start-half": r"(?<!\w)", "end-half": r"(?!\w)"}
+"""Rust's `\\b{start}`, `\\b{end}` and half boundaries in `regex`'s spelling (`\\<`, `\\>` are the first two)."""
+MAX_CODE_POINT: Final = 0x10FFFF
 _COUNTED = re.compile(r"\{(\d+)(,(\d*))?\}")
 _FLAG_GROUP = re.compile(r"\(\?([imsx]*)(?:-([imsx]*))?([:)])")
 _NAMED_GROUP = re.compile(r"\(\?P?<[A-Za-z_][A-Za-z0-9_]*>")
@@ -47,6 +54,16 @@ def _refuse(pattern: str, construct: str, position: int, hint: str | None = None
         construct=construct,
         position=position,
     )
+
+
+def _code_point(pattern: str, i: int, digits: str) -> int:
+    """The Unicode scalar value of a braced escape (`\\x{e9}`, `\\u{e9}`, `\\U{1F600}`) whose digits are `digits`."""
+    value = (
+        int(digits, 16) if digits and len(digits) <= 8 and all(c in "0123456789abcdefABCDEF" for c in digits) else -1
+    )
+    if not 0 <= value <= MAX_CODE_POINT or 0xD800 <= value <= 0xDFFF:
+        raise _refuse(pattern, f"the escape {pattern[i : i + 3 + len(digits) + 1]} (not a Unicode scalar value)", i)
+    return value
 
 
 class _Frame:
@@ -80,14 +97,24 @@ class _Scanner:
         nxt = p[i + 1] if i + 1 < len(p) else ""
         if nxt.isdigit():
             raise _refuse(p, f"a backreference or octal escape (\\{nxt})", i)
-        if nxt.isalpha() and nxt not in _ESCAPE_LETTERS:
+        if (nxt.isalpha() and nxt not in _ESCAPE_LETTERS) or (nxt and not nxt.isascii()):
             hint = "Use \\z for the end of the text." if nxt == "Z" else None
             raise _refuse(p, f"the escape \\{nxt}", i, hint)
+        if in_class and nxt in _ASSERTIONS:
+            raise _refuse(p, f"the assertion \\{nxt} in a class", i)
         if nxt == "n" and not in_class:
             self.matches_newline = True
-        if nxt in "pPx" and p.startswith("{", i + 2):
+        if nxt in "xuU" and p.startswith("{", i + 2):
+            end = p.find("}", i + 3)
+            _code_point(p, i, p[i + 3 : end] if end >= 0 else "")
+            return end + 1
+        if nxt in "pP" and p.startswith("{", i + 2):
             end = p.find("}", i + 3)
             return len(p) if end < 0 else end + 1
+        if nxt == "b" and (boundary := _SPECIAL_BOUNDARY.match(p, i)):
+            if boundary.group(1) not in _BOUNDARIES:
+                raise _refuse(p, f"the word boundary \\b{{{boundary.group(1)}}}", i)
+            return boundary.end()
         return i + 2
 
     def char_class(self, i: int) -> int:
@@ -216,6 +243,38 @@ def check_dialect(pattern: str) -> PatternInfo:
     if len(pattern) > MAX_PATTERN_CHARS:
         raise InvalidRegexError(f"The pattern is longer than {MAX_PATTERN_CHARS} characters.", pattern=pattern[:200])
     return _Scanner(pattern).scan()
+
+
+def translate(pattern: str) -> str:
+    """A pattern `check_dialect` accepted, in the `regex` module's spelling: braced code points (`\\x{e9}`,
+    `\\u{e9}`, `\\U{1F600}`) as `\\U0001F600`, word-boundary halves and `\\<`, `\\>`, `\\b{start}`... as
+    `\\m`, `\\M` or the look-around they stand for. Everything else is the same in both."""
+    if "\\" not in pattern:
+        return pattern
+    out: list[str] = []
+    i = 0
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch != "\\" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = pattern[i + 1]
+        if nxt in "xuU" and pattern.startswith("{", i + 2):
+            end = pattern.index("}", i + 3)
+            out.append(f"\\U{_code_point(pattern, i, pattern[i + 3 : end]):08X}")
+            i = end + 1
+        elif nxt in "<>":
+            out.append("\\m" if nxt == "<" else "\\M")
+            i += 2
+        elif nxt == "b" and (boundary := _SPECIAL_BOUNDARY.match(pattern, i)):
+            out.append(_BOUNDARIES[boundary.group(1)])
+            i = boundary.end()
+        else:
+            out.append(pattern[i : i + 2])
+            i += 2
+    return "".join(out)
 
 
 _NOT_A_BYTE: Final = "(?![\udc80-\udcff])"

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import regex
 
-from repo_sandbox.engine.dialect import PatternInfo, bytes_safe, check_dialect
+from repo_sandbox.engine.dialect import PatternInfo, bytes_safe, check_dialect, translate
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 
@@ -170,7 +170,7 @@ class Query:
                 hint="Set multiline=true to let matches span lines.",
                 pattern=pattern[:200],
             )
-        source = pattern if multiline else line_anchors(pattern)
+        source = translate(pattern) if multiline else line_anchors(translate(pattern))
         if fixed_strings:
             source = regex.escape(pattern)
         flags = regex.MULTILINE | regex.VERSION0
