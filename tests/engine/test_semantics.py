@@ -35,7 +35,7 @@ def _tree(root: Path) -> Path:
         "nonl.txt": "last line TODO",
         "latin1.txt": "caf\xe9 TODO\n".encode("latin-1"),
         "binary.dat": b"TODO\x00\x01\x02" * 10,
-        "noise.dat": bytes(range(128, 256)) * 8,
+        "noise.dat": bytes(range(128, 256)) * 4 + b"\x00" + bytes(range(128, 256)) * 4,
         "late_nul.txt": b"TODO early\n" + b"x" * 9000 + b"\nTODO\x00late\n",
         "late_nul_big.txt": b"TODO early\n" + (b"y" * 99 + b"\n") * 800 + b"\x00\nTODO after\n",
         "empty.txt": "",

@@ -137,7 +137,7 @@ async def test_read_file_strips_a_utf8_bom_and_reports_it(client: Client) -> Non
 
 async def test_read_file_replaces_invalid_utf8_instead_of_failing(client: Client) -> None:
     result = await call_ok(client, "read_file", {"path": "data/latin1.txt", "line_numbers": False})
-    assert (result["content"], result["encoding"]) == ("caf\ufffd TODO na\ufffdve\n", "utf-8")
+    assert (result["content"], result["encoding"]) == ("caf\ufffd TODO na\ufffdve\n", "utf-8 (invalid bytes as U+FFFD)")
 
 
 @pytest.mark.parametrize("path", ["data/blob.bin", "data/image.png", "data/noise.dat"])
