@@ -10,9 +10,12 @@ with its size limit; so do we).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final
+
+import regex
 
 from repo_sandbox.errors import InvalidRegexError
 
@@ -41,6 +44,9 @@ class PatternInfo:
 
     matches_newline: bool
     """A literal line break (`\\n` or the character itself) outside a character class."""
+    may_span_lines: bool = False
+    """Some atom can match a line break (`\\n`, `\\s`, `[^a]`, `.` under the `s` flag...): ripgrep's multiline
+    mode then counts matches, not lines, and a match may start on the line the previous one ended on."""
     class_sets: bool = False
     """A class nested in a class or a class set operation (`[a-z&&[^aeiou]]`, `--`, `~~`): Rust's syntax, which
     the `regex` module reads the same way only in its VERSION1 mode (VERSION0 takes them as literal text)."""
@@ -64,6 +70,16 @@ def _code_point(pattern: str, i: int, digits: str) -> int:
     if not 0 <= value <= MAX_CODE_POINT or 0xD800 <= value <= 0xDFFF:
         raise _refuse(pattern, f"the escape {pattern[i : i + 3 + len(digits) + 1]} (not a Unicode scalar value)", i)
     return value
+
+
+@functools.lru_cache(maxsize=512)
+def _atom_matches_newline(atom: str, *, version1: bool) -> bool:
+    """Whether one escape or class of an accepted pattern can match a line break."""
+    try:
+        compiled = regex.compile(translate(atom), regex.VERSION1 if version1 else regex.VERSION0)
+    except regex.error:
+        return True  # not decided here: assume it can
+    return compiled.fullmatch("\n") is not None
 
 
 class _Frame:
@@ -90,6 +106,8 @@ class _Scanner:
         self.frames = [_Frame()]
         self.matches_newline = False
         self.class_sets = False
+        self.may_span_lines = False
+        self.dot_all = False
 
     def escape(self, i: int, *, in_class: bool) -> int:
         """Check the escape at `i` (the backslash); returns the index after it."""
@@ -108,9 +126,9 @@ class _Scanner:
             end = p.find("}", i + 3)
             _code_point(p, i, p[i + 3 : end] if end >= 0 else "")
             return end + 1
-        if nxt in "pP" and p.startswith("{", i + 2):
-            end = p.find("}", i + 3)
-            return len(p) if end < 0 else end + 1
+        if nxt in "pP":  # `\\pL` or `\\p{Greek}`
+            end = p.find("}", i + 3) if p.startswith("{", i + 2) else i + 2
+            return len(p) if end < 0 else min(end + 1, len(p))
         if nxt == "b" and (boundary := _SPECIAL_BOUNDARY.match(p, i)):
             if boundary.group(1) not in _BOUNDARIES:
                 raise _refuse(p, f"the word boundary \\b{{{boundary.group(1)}}}", i)
@@ -189,12 +207,21 @@ class _Scanner:
             ch = p[i]
             frame = self.frames[-1]
             if ch == "\\":
-                i = self.escape(i, in_class=False)
+                end = self.escape(i, in_class=False)
+                self.may_span_lines |= _atom_matches_newline(p[i:end], version1=False)
+                i = end
                 frame.atom(1)
             elif ch == "[":
-                i = self.char_class(i)
+                end = self.char_class(i)
+                self.may_span_lines |= _atom_matches_newline(p[i:end], version1=self.class_sets)
+                i = end
                 frame.atom(1)
+            elif ch == ".":
+                self.may_span_lines |= self.dot_all
+                frame.atom(1)
+                i += 1
             elif ch == "(":
+                self.dot_all |= "s" in (m.group(1) if (m := _FLAG_GROUP.match(p, i)) else "")
                 i = self.group(i)
             elif ch == ")":
                 if len(self.frames) > 1:
@@ -231,7 +258,11 @@ class _Scanner:
                 hint="Use smaller repetition counts, e.g. '\\w+' instead of '\\w{100000}'.",
                 pattern=p[:200],
             )
-        return PatternInfo(matches_newline=self.matches_newline, class_sets=self.class_sets)
+        return PatternInfo(
+            matches_newline=self.matches_newline,
+            may_span_lines=self.may_span_lines or self.matches_newline,
+            class_sets=self.class_sets,
+        )
 
 
 def check_dialect(pattern: str) -> PatternInfo:

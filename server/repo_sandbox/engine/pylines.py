@@ -1,7 +1,8 @@
 """Finding the matching lines of one decoded file: whole-buffer matching, line numbers only on hits.
 
 Without `multiline`, a match never spans lines (as in ripgrep): a candidate that crosses a newline is
-re-checked within its own line. A line is a hit exactly when the pattern matches within the line's bounds,
+re-checked within its own line. With it, as `rg -U`: a pattern that can match a line break counts its matches
+(the next one looked for where the previous ended, so two may share a line); any other counts lines. A line is a hit exactly when the pattern matches within the line's bounds,
 so with a literal every match must contain, only the lines holding that literal are searched.
 """
 
@@ -80,7 +81,10 @@ def search_text_buffer(
             counted_to = line_start
             hits.append(_hit(text, line_start, last_end, line_no, context))
         count += 1
-        pos = last_end + 1
+        if query.spans_lines:  # the next match may start on the line this one ends on
+            pos = m_end if m_end > m_start else m_start + 1
+        else:
+            pos = last_end + 1
     return count, hits
 
 

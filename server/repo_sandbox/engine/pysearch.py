@@ -139,6 +139,9 @@ class Query:
     """The same literal as text: every match contains it, so only the lines holding it are searched."""
     flags: int = 0
     source: str = ""
+    spans_lines: bool = False
+    """Multiline, and the pattern can match a line break: as in ripgrep, each match counts (two may share
+    a line) and the next match is looked for where the previous one ended."""
     _for_bytes: Query | None = None
 
     def for_invalid_utf8(self) -> Query:
@@ -157,6 +160,7 @@ class Query:
                 self.required,
                 self.required_text,
                 self.flags,
+                spans_lines=self.spans_lines,
             )
         return self._for_bytes
 
@@ -197,6 +201,7 @@ class Query:
             required_text=literal if required is not None else None,
             flags=flags,
             source=source,
+            spans_lines=multiline and (info.may_span_lines or info.matches_newline),
         )
 
     def finder(self, deadline: Deadline) -> Callable[[str, int, int], tuple[int, int] | None]:
