@@ -276,6 +276,64 @@ def check_dialect(pattern: str) -> PatternInfo:
     return _Scanner(pattern).scan()
 
 
+_ZERO_WIDTH_ESCAPES: Final = frozenset("bBAz<>")
+
+
+def min_width(pattern: str) -> int:
+    """The fewest characters any match of an accepted pattern spans (0 when unsure: verbose mode)."""
+    if "x" in "".join(m.group(1) for m in _FLAG_GROUP.finditer(pattern)):
+        return 0
+    scanner = _Scanner(pattern)
+    frames: list[list[int]] = [[-1, 0, 0]]  # per group: [shortest alternative so far (-1: none), this one, last atom]
+    i = 0
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        frame = frames[-1]
+        width = -1
+        if ch == "\\":
+            end = scanner.escape(i, in_class=False)
+            width = 0 if pattern[i + 1 : i + 2] in _ZERO_WIDTH_ESCAPES else 1
+            i = end
+        elif ch == "[":
+            i = scanner.char_class(i)
+            width = 1
+        elif ch == "(":
+            flags = _FLAG_GROUP.match(pattern, i)
+            i = scanner.group(i)
+            if flags is None or flags.group(3) == ":":
+                frames.append([-1, 0, 0])
+        elif ch == ")":
+            done = frames.pop() if len(frames) > 1 else None
+            i += 1
+            if done is not None:
+                width = done[1] if done[0] < 0 else min(done[0], done[1])
+        elif ch == "|":
+            frame[0] = frame[1] if frame[0] < 0 else min(frame[0], frame[1])
+            frame[1] = frame[2] = 0
+            i += 1
+        elif ch in "*?":
+            frame[1] -= frame[2]
+            frame[2] = 0
+            i = scanner.quantifier_end(i + 1)
+        elif ch == "+":
+            i = scanner.quantifier_end(i + 1)
+        elif ch == "{" and (counted := _COUNTED.match(pattern, i)):
+            times = int(counted.group(1))
+            frame[1] += frame[2] * (times - 1)
+            frame[2] *= times
+            i = scanner.quantifier_end(counted.end())
+        else:
+            width = 0 if ch in "^$" else 1
+            i += 1
+        if width >= 0:
+            frame = frames[-1]
+            frame[1] += width
+            frame[2] = width
+    root = frames[0]
+    return max(0, root[1] if root[0] < 0 else min(root[0], root[1]))
+
+
 def translate(pattern: str) -> str:
     """A pattern `check_dialect` accepted, in the `regex` module's spelling: braced code points (`\\x{e9}`,
     `\\u{e9}`, `\\U{1F600}`) as `\\U0001F600`, word-boundary halves and `\\<`, `\\>`, `\\b{start}`... as

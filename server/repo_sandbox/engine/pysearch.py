@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import regex
 
-from repo_sandbox.engine.dialect import PatternInfo, bytes_safe, check_dialect, translate
+from repo_sandbox.engine.dialect import PatternInfo, bytes_safe, check_dialect, min_width, translate
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 
@@ -139,6 +139,8 @@ class Query:
     """The same literal as text: every match contains it, so only the lines holding it are searched."""
     flags: int = 0
     source: str = ""
+    min_chars: int = 0
+    """In line mode, the fewest characters a match spans (0: not known, or multiline)."""
     spans_lines: bool = False
     """Multiline, and the pattern can match a line break: as in ripgrep, each match counts (two may share
     a line) and the next match is looked for where the previous one ended."""
@@ -160,6 +162,7 @@ class Query:
                 self.required,
                 self.required_text,
                 self.flags,
+                min_chars=self.min_chars,
                 spans_lines=self.spans_lines,
             )
         return self._for_bytes
@@ -201,6 +204,7 @@ class Query:
             required_text=literal if required is not None else None,
             flags=flags,
             source=source,
+            min_chars=0 if multiline or fixed_strings else min_width(pattern),
             spans_lines=multiline and (info.may_span_lines or info.matches_newline),
         )
 
