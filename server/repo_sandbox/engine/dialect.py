@@ -147,6 +147,7 @@ class _Scanner:
             if ch == "\\":
                 i = self.escape(i, in_class=True)
             elif ch == "[" and p.startswith("[:", i) and (end := p.find(":]", i + 2)) != -1:
+                self.class_sets |= p.startswith("[:^", i)  # translated to a nested class (`translate`)
                 i = end + 2
             elif ch == "[":
                 self.class_sets = True
@@ -334,17 +335,51 @@ def min_width(pattern: str) -> int:
     return max(0, root[1] if root[0] < 0 else min(root[0], root[1]))
 
 
+_POSIX_CLASSES: Final = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "ascii": "\\x00-\\x7F",
+    "blank": "\\t ",
+    "cntrl": "\\x00-\\x1F\\x7F",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": "\\t\\n\\x0B\\f\\r ",
+    "upper": "A-Z",
+    "word": "0-9A-Za-z_",
+    "xdigit": "0-9A-Fa-f",
+}
+"""Rust's POSIX classes, ASCII only (the `regex` module's are Unicode-aware: `[[:alpha:]]` matched 'é')."""
+_POSIX_ITEM = re.compile(r"(?<!\\)\[:(\^?)([a-z]+):\]")
+
+
+def _posix(item: re.Match[str]) -> str:
+    ranges = _POSIX_CLASSES.get(item.group(2))
+    if ranges is None:
+        return item.group(0)
+    return f"[^{ranges}]" if item.group(1) else ranges  # a nested class: the pattern is compiled as VERSION1
+
+
 def translate(pattern: str) -> str:
     """A pattern `check_dialect` accepted, in the `regex` module's spelling: braced code points (`\\x{e9}`,
     `\\u{e9}`, `\\U{1F600}`) as `\\U0001F600`, word-boundary halves and `\\<`, `\\>`, `\\b{start}`... as
     `\\m`, `\\M` or the look-around they stand for. Everything else is the same in both."""
-    if "\\" not in pattern:
+    if "\\" not in pattern and "[:" not in pattern:
         return pattern
+    scanner = _Scanner(pattern)
     out: list[str] = []
     i = 0
     n = len(pattern)
     while i < n:
         ch = pattern[i]
+        if ch == "[":
+            end = scanner.char_class(i)
+            body = pattern[i:end]
+            out.append(_POSIX_ITEM.sub(_posix, translate(body[1:-1]) if "\\" in body else body[1:-1]).join("[]"))
+            i = end
+            continue
         if ch != "\\" or i + 1 >= n:
             out.append(ch)
             i += 1
