@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from repo_sandbox.config.loader import load_settings
+from repo_sandbox.engine import select
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
 from repo_sandbox.tools.search_text import SearchTextArgs, search_text
 from repo_sandbox.workspace import Workspace
@@ -184,6 +185,7 @@ def test_search_text_searches_what_git_lists(tmp_path: Path, name: str, engine: 
     expected = git_listing(root)
     ws = workspace(root, engine)
     try:
+        assert select.report(ws)["engine"] == engine
         expected -= documented_differences(ws, root, row, expected)
         expected = {p for p in expected if TOKEN in (root / p).read_text(encoding="utf-8")}
         args = SearchTextArgs(pattern=TOKEN, include_hidden=True, output_mode="files_with_matches", limit=1000)
