@@ -9,7 +9,7 @@ so with a literal every match must contain, only the lines holding that literal 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Final, TypeVar
+from typing import Any, Final
 
 from repo_sandbox.engine.pysearch import Deadline, Query
 from repo_sandbox.engine.request import LineHit
@@ -18,19 +18,18 @@ LONG_LINE_CHARS: Final = 32
 """A line-mode pattern whose every match spans at least this many characters (`.{300,}`) is only tried on
 lines that long: each is found by probing windows of that width for a line break, so short lines cost one
 `rfind` per window instead of a regex attempt at every position."""
-_Text = TypeVar("_Text", str, bytes, bytearray)
 
 
-def long_lines(text: _Text, start: int, end: int, width: int) -> Iterator[tuple[int, int]]:
+def long_lines(text: str | bytes | bytearray, start: int, end: int, width: int) -> Iterator[tuple[int, int]]:
     """(start, end) of each line of `text[start:end]` (which starts a line) holding at least `width` items."""
-    newline = "\n" if isinstance(text, str) else b"\n"
+    newline: Any = "\n" if isinstance(text, str) else b"\n"
     position = start
     while position + width <= end:
-        previous = text.rfind(newline, position, position + width)  # pyright: ignore[reportArgumentType]
+        previous = text.rfind(newline, position, position + width)
         if previous >= 0:
             position = previous + 1
             continue
-        line_end = text.find(newline, position + width, end)  # pyright: ignore[reportArgumentType]
+        line_end = text.find(newline, position + width, end)
         if line_end < 0:
             line_end = end
         yield position, line_end
