@@ -1,9 +1,10 @@
 """Finding the matching lines of one decoded file: whole-buffer matching, line numbers only on hits.
 
 Without `multiline`, a match never spans lines (as in ripgrep): a candidate that crosses a newline is
-re-checked within its own line. With it, as `rg -U`: a pattern that can match a line break counts its matches
-(the next one looked for where the previous ended, so two may share a line); any other counts lines. A line is a hit exactly when the pattern matches within the line's bounds,
-so with a literal every match must contain, only the lines holding that literal are searched.
+re-checked within its own line. A line is a hit exactly when the pattern matches within the line's bounds,
+so with a literal every match must contain, only the lines holding that literal are searched. With
+`multiline`, as `rg -U`: a pattern that can match a line break counts its matches (the next one is looked for
+where the previous ended, so two may share a line); any other counts lines.
 """
 
 from __future__ import annotations
