@@ -231,6 +231,10 @@ CRAFTED: list[tuple[str, Any]] = [
     ("core.fsmonitor names a program", "fsmonitor"),
     ("index lists a denied file", "denied"),
     ("index is garbage", "garbage-index"),
+    ("index is a FIFO", "fifo-index"),
+    ("exclude is a FIFO", "fifo-exclude"),
+    ("info is a symlink to a directory outside", "symlink-info"),
+    ("index lists a file beneath a symlinked directory", "beneath-symlink"),
 ]
 
 
@@ -262,10 +266,25 @@ def test_a_crafted_git_directory_cannot_show_more(tmp_path: Path, what: str, how
         _git(root, "add", "-f", ".env")
     elif how == "garbage-index":
         write(git_dir / "index", b"DIRC" + os.urandom(200))
+    elif how == "fifo-index":
+        (git_dir / "index").unlink(missing_ok=True)
+        os.mkfifo(git_dir / "index")
+    elif how == "fifo-exclude":
+        (git_dir / "info" / "exclude").unlink(missing_ok=True)
+        os.mkfifo(git_dir / "info" / "exclude")
+    elif how == "symlink-info":
+        shutil.rmtree(git_dir / "info", ignore_errors=True)
+        (git_dir / "info").symlink_to(outside.parent)
+        (outside.parent / "exclude").write_text("b.txt\n")
+    elif how == "beneath-symlink":
+        write(tmp_path / "elsewhere" / "secret.txt", "outside\n")
+        (root / "ext").symlink_to(tmp_path / "elsewhere")
+        _git(root, "update-index", "--add", "--cacheinfo", f"100644,{'3' * 40},ext/secret.txt")
     ws = workspace(root)
     try:
         files = listed_files(ws)
         assert ".env" not in files
+        assert not any(p.startswith("ext") for p in files)
         assert "b.txt" in files  # an outside exclude file is not read
         assert ("a.log" in files) == (how == "fsmonitor")  # tracked there, and only there
         assert not marker.exists()
