@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import regex
 
-from repo_sandbox.engine.dialect import MAX_EXPANDED_SIZE, check_dialect
+from repo_sandbox.engine.dialect import MAX_EXPANDED_SIZE, check_dialect, min_width, translate
 from repo_sandbox.errors import InvalidRegexError
 
 
@@ -36,11 +36,21 @@ from repo_sandbox.errors import InvalidRegexError
         "\\Aonly\\z",
         "\\.\\*\\+\\?\\(\\)\\[\\]\\{\\}\\|\\^\\$\\\\",
         "(?:a{100}){100}",
+        # the rest of the Rust escape table
+        "\\x{e9}\\u{e9}\\U{1F600}\\x{10FFFF}\\u{0}",
+        "[\\x{e0}-\\x{ff}\\u{400}]",
+        "\\a\\f\\v\\r",
+        "\\<word\\>",
+        "\\b{start}w\\b{end}",
+        "\\b{start-half}w\\b{end-half}",
+        "\\b{2}",
+        "\\#\\&\\~\\-\\ \\%\\'\\\"\\,\\/\\:\\;\\=\\@\\`\\_\\!",
+        "\\pL\\PN\\p{Script=Greek}",
     ],
 )
 def test_rust_syntax_is_accepted_and_compiles(pattern: str) -> None:
     check_dialect(pattern)
-    regex.compile(pattern, regex.VERSION0 | regex.MULTILINE)
+    regex.compile(translate(pattern), regex.VERSION0 | regex.MULTILINE)
 
 
 @pytest.mark.parametrize(
@@ -100,6 +110,15 @@ def test_rust_syntax_is_accepted_and_compiles(pattern: str) -> None:
         ("fn main() {", "counted repetition"),
         ("{}", "counted repetition"),
         ("a{1 , 2}", "counted repetition"),
+        # what Rust refuses among braced code points, boundaries and escapes
+        ("\\x{D800}", "not a Unicode scalar value"),
+        ("\\x{110000}", "not a Unicode scalar value"),
+        ("\\u{}", "not a Unicode scalar value"),
+        ("\\U{zz}", "not a Unicode scalar value"),
+        ("\\b{foo}", "word boundary \\b{foo}"),
+        ("[\\b]", "assertion \\b in a class"),
+        ("[\\<]", "assertion \\< in a class"),
+        ("\\é", "escape \\é"),
     ],
 )
 def test_constructs_outside_the_dialect_are_refused_by_name(pattern: str, construct: str) -> None:
@@ -181,3 +200,41 @@ def test_the_scan_reports_a_literal_line_break_outside_classes(pattern: str, mat
 )
 def test_the_scan_reports_nested_classes_and_class_set_operations(pattern: str, class_sets: bool) -> None:
     assert check_dialect(pattern).class_sets is class_sets
+
+
+@pytest.mark.parametrize(
+    ("pattern", "translated"),
+    [
+        ("\\x{e9}", "\\U000000E9"),
+        ("\\u{1F600}x", "\\U0001F600x"),
+        ("\\<a\\>", "\\ma\\M"),
+        ("\\b{start}a\\b{end}", "\\ma\\M"),
+        ("\\b{start-half}a\\b{end-half}", "(?<!\\w)a(?!\\w)"),
+        ("\\\\<x", "\\\\<x"),  # an escaped backslash, then literal text
+        ("[[:alpha:]]", "[A-Za-z]"),
+        ("[[:^digit:]x]", "[[^0-9]x]"),
+        ("\\[:alpha:]", "\\[:alpha:]"),
+    ],
+)
+def test_translation_to_the_regex_modules_spelling(pattern: str, translated: str) -> None:
+    check_dialect(pattern)
+    assert translate(pattern) == translated
+
+
+@pytest.mark.parametrize(
+    ("pattern", "width"),
+    [(".{300,}", 300), ("a|bc", 1), ("(ab|c){3}", 3), ("a*b+", 1), ("\\bfoo\\b", 3), ("(?i)ab", 2), ("^$", 0),
+     ("(?:a{10}){10}", 100), ("a{0,3}b", 1), ("\\x{e9}{5}", 5), ("(a|)x", 1), ("(?x)a b c", 0)],
+)  # fmt: skip
+def test_the_fewest_characters_a_match_spans(pattern: str, width: int) -> None:
+    assert min_width(pattern) == width
+
+
+@pytest.mark.parametrize(
+    ("pattern", "spans"),
+    [("a", False), ("\\{\\n\\s*\\}", True), ("\\s", True), ("[^a]", True), ("a.b", False), ("(?s)a.b", True),
+     ("\\x{a}", True), ("\\W", True), ("\\PL", True), ("\\pL", False), ("\\S", False), ("[^\\n]", False),
+     ("[[:space:]]", True), ("\\w+", False)],
+)  # fmt: skip
+def test_the_scan_knows_which_patterns_can_match_a_line_break(pattern: str, spans: bool) -> None:
+    assert check_dialect(pattern).may_span_lines is spans

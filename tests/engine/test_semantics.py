@@ -35,7 +35,7 @@ def _tree(root: Path) -> Path:
         "nonl.txt": "last line TODO",
         "latin1.txt": "caf\xe9 TODO\n".encode("latin-1"),
         "binary.dat": b"TODO\x00\x01\x02" * 10,
-        "noise.dat": bytes(range(128, 256)) * 8,
+        "noise.dat": bytes(range(128, 256)) * 4 + b"\x00" + bytes(range(128, 256)) * 4,
         "late_nul.txt": b"TODO early\n" + b"x" * 9000 + b"\nTODO\x00late\n",
         "late_nul_big.txt": b"TODO early\n" + (b"y" * 99 + b"\n") * 800 + b"\x00\nTODO after\n",
         "empty.txt": "",
@@ -123,6 +123,14 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("nested class is a union", {"pattern": "[&[\\[]]", "glob": "sets.txt"}, [("sets.txt", 3), ("sets.txt", 4)]),
     ("class sets in a named file", {"pattern": "^[a-z&&[^aeiou]]+$", "path": "sets.txt"}, [("sets.txt", 1)]),
     ("class sets, case-insensitive", {"pattern": "^[A-Z&&[^AEIOU]]+$", "case_sensitive": False}, [("sets.txt", 1)]),
+    ("braced code point", {"pattern": "\\u{e9}cole|\\x{C9}COLE"}, [("b.txt", 4)]),
+    ("braced code point, eight digits", {"pattern": "\\U{3b1}\\U{3B2}"}, [("greek.txt", 1)]),
+    ("word start and end", {"pattern": "\\<os\\>", "glob": "*.py"}, [("a.py", 1), ("a.py", 3)]),
+    ("special word boundaries", {"pattern": "\\b{start}os\\b{end}", "glob": "*.py"}, [("a.py", 1), ("a.py", 3)]),
+    ("half word boundaries", {"pattern": "\\b{start-half}name\\b{end-half}"}, [("a.py", 3)]),
+    ("escaped punctuation", {"pattern": "\\-\\-help"}, [("meta.txt", 6)]),
+    ("posix classes are ASCII", {"pattern": "^[[:alpha:]]+ ", "glob": "b.txt"}, []),  # not École, straße
+    ("legacy encoding is text", {"pattern": "^caf", "glob": "latin1.txt"}, [("latin1.txt", 1)]),
     # -- files --------------------------------------------------------------------------------------
     ("bom, no final newline, latin-1", {"pattern": "TODO|import first", "glob": "{bom,nonl,latin1}.txt"}, None),
     ("dot never matches an invalid byte", {"pattern": "caf. TODO"}, []),

@@ -59,7 +59,7 @@ def build_tree(root: Path) -> Path:
         "docs/emoji_🎉.txt": "party TODO\n",
         "data/blob.bin": b"\x00\x01\x02TODO\x00" * 20,
         "data/image.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)),
-        "data/noise.dat": bytes(range(128, 256)) * 8,
+        "data/noise.dat": bytes(range(128, 256)) * 4 + b"\x00" + bytes(range(128, 256)) * 4,  # NUL: binary
         "data/latin1.txt": "caf\xe9 TODO na\xefve\n".encode("latin-1"),
         "data/empty.txt": "",
         "data/nonl.txt": "one\ntwo",

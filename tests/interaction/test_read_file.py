@@ -137,7 +137,7 @@ async def test_read_file_strips_a_utf8_bom_and_reports_it(client: Client) -> Non
 
 async def test_read_file_replaces_invalid_utf8_instead_of_failing(client: Client) -> None:
     result = await call_ok(client, "read_file", {"path": "data/latin1.txt", "line_numbers": False})
-    assert (result["content"], result["encoding"]) == ("caf\ufffd TODO na\ufffdve\n", "utf-8")
+    assert (result["content"], result["encoding"]) == ("caf\ufffd TODO na\ufffdve\n", "utf-8 (invalid bytes as U+FFFD)")
 
 
 @pytest.mark.parametrize("path", ["data/blob.bin", "data/image.png", "data/noise.dat"])
@@ -242,3 +242,30 @@ async def test_read_file_pages_stay_under_max_output_bytes_and_join_to_the_file(
             offset = result["next_offset"]
     assert len(chunks) > 10
     assert "".join(chunks) == (tree / "data/needles.txt").read_text()
+
+
+LEGACY = {
+    "koi8.txt": "Привет, мир: TODO\n".encode("koi8-r") * 40,
+    "eucjp.txt": "日本語のテキスト TODO\n".encode("euc-jp") * 40,
+    "latin1.txt": "àéîõü çà et là TODO\n".encode("latin-1") * 40,
+}
+"""Mostly undecodable as UTF-8 (each was `binary_file` before), but without a NUL byte: text to git and rg."""
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("name", list(LEGACY))
+async def test_read_file_shows_legacy_encodings_as_text_and_says_so(tmp_path: Path, mode: str, name: str) -> None:
+    (tmp_path / name).write_bytes(LEGACY[name])
+    (tmp_path / "plain.txt").write_text("plain TODO\n")
+    async with connect(tmp_path, mode) as client:
+        result = await call_ok(client, "read_file", {"path": name, "limit": 1, "line_numbers": False})
+        expected = LEGACY[name].split(b"\n")[0].decode("utf-8", "replace") + "\n"
+        assert (result["content"], result["total_lines"]) == (expected, 40)
+        assert result["encoding"] == "utf-8 (invalid bytes as U+FFFD)"
+        plain = await call_ok(client, "read_file", {"path": "plain.txt"})
+        assert plain["encoding"] == "utf-8"
+        found = await call_ok(client, "search_text", {"pattern": "TODO$", "output_mode": "count"})
+        assert {c["path"]: c["count"] for c in found["counts"]} == {name: 40, "plain.txt": 1}
+        assert found["skipped_binary"] == 0
+        counted = await call_ok(client, "count_lines", {"path": "."})
+        assert (counted["total_lines"], counted["skipped_binary"]) == (41, 0)

@@ -34,7 +34,8 @@ TEXT: Final = facts.TEXT
 BINARY: Final = facts.BINARY
 TOO_LARGE: Final = facts.TOO_LARGE
 
-_UNSHARED_CHARS: Final = frozenset("\\[]?{}")
+_UNSHARED_CHARS: Final = frozenset("\\[]?{}\ufeff")
+"""Characters ripgrep reads differently in an ignore rule (it keeps a byte-order mark as part of the first)."""
 
 
 def simple_rule(line: str) -> bool:

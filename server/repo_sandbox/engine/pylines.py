@@ -2,13 +2,39 @@
 
 Without `multiline`, a match never spans lines (as in ripgrep): a candidate that crosses a newline is
 re-checked within its own line. A line is a hit exactly when the pattern matches within the line's bounds,
-so with a literal every match must contain, only the lines holding that literal are searched.
+so with a literal every match must contain, only the lines holding that literal are searched. With
+`multiline`, as `rg -U`: a pattern that can match a line break counts its matches (the next one is looked for
+where the previous ended, so two may share a line); any other counts lines.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any, Final
+
 from repo_sandbox.engine.pysearch import Deadline, Query
 from repo_sandbox.engine.request import LineHit
+
+LONG_LINE_CHARS: Final = 32
+"""A line-mode pattern whose every match spans at least this many characters (`.{300,}`) is only tried on
+lines that long: each is found by probing windows of that width for a line break, so short lines cost one
+`rfind` per window instead of a regex attempt at every position."""
+
+
+def long_lines(text: str | bytes | bytearray, start: int, end: int, width: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line of `text[start:end]` (which starts a line) holding at least `width` items."""
+    newline: Any = "\n" if isinstance(text, str) else b"\n"
+    position = start
+    while position + width <= end:
+        previous = text.rfind(newline, position, position + width)
+        if previous >= 0:
+            position = previous + 1
+            continue
+        line_end = text.find(newline, position + width, end)
+        if line_end < 0:
+            line_end = end
+        yield position, line_end
+        position = line_end + 1
 
 
 def _context_before(text: str, line_start: int, count: int) -> list[str]:
@@ -46,6 +72,8 @@ def search_text_buffer(
     """
     if query.required_text and not query.multiline and not query.fixed_strings:
         return _search_literal_lines(query, query.required_text, text, context=context, deadline=deadline, keep=keep)
+    if query.min_chars >= LONG_LINE_CHARS:
+        return _search_long_lines(query, text, context=context, deadline=deadline, keep=keep)
     find = query.finder(deadline)
     hits: list[LineHit] = []
     count = 0
@@ -80,7 +108,8 @@ def search_text_buffer(
             counted_to = line_start
             hits.append(_hit(text, line_start, last_end, line_no, context))
         count += 1
-        pos = last_end + 1
+        # Spanning lines, the next match may start on the line this one ends on.
+        pos = (m_end if m_end > m_start else m_start + 1) if query.spans_lines else last_end + 1
     return count, hits
 
 
@@ -117,4 +146,24 @@ def _search_literal_lines(
                 hits.append(_hit(text, line_start, line_end, line_no, context))
             count += 1
         position = text.find(literal, line_end + 1)
+    return count, hits
+
+
+def _search_long_lines(
+    query: Query, text: str, *, context: int, deadline: Deadline, keep: tuple[int, int]
+) -> tuple[int, list[LineHit]]:
+    """`search_text_buffer` for a line-mode pattern that needs `query.min_chars` characters: only the lines
+    at least that long are searched, each within its own bounds."""
+    find = query.finder(deadline)
+    hits: list[LineHit] = []
+    count = 0
+    line_no = 1
+    counted_to = 0
+    for line_start, line_end in long_lines(text, 0, len(text), query.min_chars):
+        if find(text, line_start, line_end) is not None:
+            if keep[0] <= count < keep[1]:
+                line_no += text.count("\n", counted_to, line_start)
+                counted_to = line_start
+                hits.append(_hit(text, line_start, line_end, line_no, context))
+            count += 1
     return count, hits

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import regex
 
-from repo_sandbox.engine.pylines import search_text_buffer
+from repo_sandbox.engine.pylines import LONG_LINE_CHARS, long_lines, search_text_buffer
 from repo_sandbox.engine.pysearch import Deadline, Query, decode_for_search, displayed
 from repo_sandbox.engine.request import LineHit, SearchRequest
 
@@ -85,6 +85,10 @@ class BatchMatcher:
     def candidates(self, data: bytearray | bytes, spans: list[tuple[int, int]]) -> list[int]:
         """Indices of the files that hold the required literal (all of them when there is none); run in a
         worker thread."""
+        if self.required is None and self.query.min_chars >= LONG_LINE_CHARS:
+            # A line of that many characters has at least as many bytes: other files cannot match.
+            width = self.query.min_chars
+            return [i for i, (start, end) in enumerate(spans) if next(long_lines(data, start, end, width), None)]
         if self.required is None or not spans:
             return list(range(len(spans)))
         starts = [start for start, _ in spans]

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import regex
 
-from repo_sandbox.engine.dialect import PatternInfo, bytes_safe, check_dialect
+from repo_sandbox.engine.dialect import PatternInfo, bytes_safe, check_dialect, min_width, translate
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 
@@ -139,6 +139,11 @@ class Query:
     """The same literal as text: every match contains it, so only the lines holding it are searched."""
     flags: int = 0
     source: str = ""
+    min_chars: int = 0
+    """In line mode, the fewest characters a match spans (0: not known, or multiline)."""
+    spans_lines: bool = False
+    """Multiline, and the pattern can match a line break: as in ripgrep, each match counts (two may share
+    a line) and the next match is looked for where the previous one ended."""
     _for_bytes: Query | None = None
 
     def for_invalid_utf8(self) -> Query:
@@ -157,6 +162,8 @@ class Query:
                 self.required,
                 self.required_text,
                 self.flags,
+                min_chars=self.min_chars,
+                spans_lines=self.spans_lines,
             )
         return self._for_bytes
 
@@ -170,7 +177,7 @@ class Query:
                 hint="Set multiline=true to let matches span lines.",
                 pattern=pattern[:200],
             )
-        source = pattern if multiline else line_anchors(pattern)
+        source = translate(pattern) if multiline else line_anchors(translate(pattern))
         if fixed_strings:
             source = regex.escape(pattern)
         flags = regex.MULTILINE | regex.VERSION0
@@ -197,6 +204,8 @@ class Query:
             required_text=literal if required is not None else None,
             flags=flags,
             source=source,
+            min_chars=0 if multiline or fixed_strings else min_width(pattern),
+            spans_lines=multiline and (info.may_span_lines or info.matches_newline),
         )
 
     def finder(self, deadline: Deadline) -> Callable[[str, int, int], tuple[int, int] | None]:

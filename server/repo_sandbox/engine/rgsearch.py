@@ -8,7 +8,8 @@ policy walker's, whatever rg did. Results are the Python engine's, file for file
   with very many hits) rg is stopped and run again with `--sort path`, streaming, so that the caller can
   stop it as soon as its page is full; the same search again (the next page) starts with the stream;
 - rg is trusted to skip ignored directories only when every ignore file it would read means the same to
-  it as to git (`census.simple_rule`); otherwise it runs again with `--no-ignore`;
+  it as to git (`census.simple_rule`) and no tracked file is ignored (git lists it, rg would not); otherwise
+  it runs again with `--no-ignore`;
 - a text file in which rg meets a NUL byte reports no matches (the Python engine does the same);
 - multiline searches, single files and rg failures are answered by the Python engine;
 - every file rg reports is read again through the jail, and its result made from those bytes (`engine.vouch`).

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Final
 
 SNIFF_BYTES: Final = 8192
-"""Binary detection looks at this many leading bytes (as git and ripgrep do)."""
+"""Binary detection looks for a NUL byte in this many leading bytes (git looks at 8000, ripgrep at its first
+buffer; a later NUL makes ripgrep drop the file, and the searches do the same)."""
 CHUNK_BYTES: Final = 1024 * 1024
 WHOLE_FILE_BYTES: Final = CHUNK_BYTES
 """Files up to this size are read into memory at once; larger ones are streamed in chunks."""
@@ -16,24 +17,12 @@ LINE_SEEK_BLOCKS: Final = (8192, 256)
 NEWLINE: Final = ord("\n")
 UTF8_BOM: Final = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark some editors write first; it is not part of the text."""
-MAX_INVALID_RATIO: Final = 0.3
-"""A sniffed head with more than this share of undecodable bytes is treated as binary."""
 
 
 def looks_binary(head: bytes) -> bool:
-    """NUL in the head, or a head that is mostly not UTF-8."""
-    if b"\x00" in head:
-        return True
-    if not head or head.isascii():
-        return False
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(head) - 3:  # a multi-byte character cut by the sniff window
-            return False
-        decoded = head.decode("utf-8", "replace")
-        return decoded.count("\ufffd") > MAX_INVALID_RATIO * len(decoded)
-    return False
+    """A NUL byte in the head: git's and ripgrep's rule. Text in a legacy encoding (Latin-1, KOI8-R, EUC-JP)
+    is text; its bytes that are not UTF-8 are shown as U+FFFD and match nothing but themselves."""
+    return b"\x00" in head
 
 
 def read_head(fd: int, size: int = SNIFF_BYTES) -> bytes:

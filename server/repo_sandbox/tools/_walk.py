@@ -3,8 +3,9 @@
 Walks with directory file descriptors (`scandir(fd)` and `openat(O_NOFOLLOW)`), so a directory swapped for
 a symlink mid-walk cannot lead outside the root. Symlinks are never followed. Applies, in this order: the
 deny-list, hidden-file filtering and .gitignore/.ignore rules (nested files included, deeper files winning,
-`.ignore` over `.gitignore` in one directory). Depth and entry counts are capped; hitting a cap marks the
-walk truncated.
+`.ignore` over `.gitignore` in one directory, `.git/info/exclude` below them all) except that, in a git
+repository, a file in the index is never ignored (`tools._gitrepo`). Depth and entry counts are capped;
+hitting a cap marks the walk truncated.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.policy.gitignore import IgnoreRules
 from repo_sandbox.policy.paths import Jail
+from repo_sandbox.tools._gitrepo import Tracked, repo_rules
 
 if TYPE_CHECKING:
     from repo_sandbox.tree.index import Snapshot
@@ -128,7 +130,10 @@ def _load_ignore_spec(
                 stamps.append((name, stamp_at(dir_fd, name)))
             text = _read_small_file(dir_fd, name)
             if text:
-                lines.extend(text.splitlines())
+                own = text.removeprefix("\ufeff").splitlines()  # git skips a byte-order mark
+                lines.extend(own)
+                if sink is not None and text.startswith("\ufeff"):
+                    sink.append(text.splitlines()[0])  # ripgrep does not: `census.simple_rule` refuses this line
             elif text is None and sink is not None:
                 sink.append(UNREAD_IGNORE_FILE)  # unreadable or over the size cap: rg might still read it
         elif name in present and sink is not None:
@@ -140,15 +145,35 @@ def _load_ignore_spec(
 
 
 class IgnoreStack:
-    """The ignore specs in force for one directory: (directory relative to root, spec), root first."""
+    """The ignore specs in force for one directory: (directory relative to root, spec), root first; and in a
+    git repository, its tracked files (never ignored)."""
 
-    __slots__ = ("_specs",)
+    __slots__ = ("_specs", "tracked")
 
-    def __init__(self, specs: tuple[tuple[str, IgnoreRules], ...] = ()) -> None:
+    def __init__(self, specs: tuple[tuple[str, IgnoreRules], ...] = (), tracked: Tracked | None = None) -> None:
         self._specs = specs
+        self.tracked = tracked
 
     def pushed(self, dir_rel: str, spec: IgnoreRules | None) -> IgnoreStack:
-        return self if spec is None else IgnoreStack((*self._specs, (dir_rel, spec)))
+        return self if spec is None else IgnoreStack((*self._specs, (dir_rel, spec)), self.tracked)
+
+    def with_tracked(self, tracked: Tracked | None) -> IgnoreStack:
+        return IgnoreStack(self._specs, tracked)
+
+    def excludes_dir(self, dir_rel: str) -> bool:
+        """Whether the rules ignore the directory or one above it: git lists no untracked file inside it."""
+        parts = dir_rel.split("/")
+        for depth in range(1, len(parts) + 1):
+            path = "/".join(parts[:depth])
+            for base, spec in reversed(self._specs):
+                if base != "." and not path.startswith(base + "/"):
+                    continue
+                include, _ = spec.check(path if base == "." else path[len(base) + 1 :], is_dir=True)
+                if include is not None:
+                    if include:
+                        return True
+                    break
+        return False
 
     def __bool__(self) -> bool:
         return bool(self._specs)
@@ -185,7 +210,8 @@ class Listing:
     """The lines of the ignore files this directory holds (see `Walk.ignore_lines`)."""
     has_ignore_files: bool = False
     rgignore: bool = False
-    """An ignore file ripgrep would read and the walk does not (see `Walk.saw_rgignore`)."""
+    """An ignore file ripgrep would read and the walk does not, or a tracked entry kept despite a rule that
+    ripgrep would apply (see `Walk.saw_rgignore`)."""
     ignore_stamps: list[IgnoreStamp] = field(default_factory=list[IgnoreStamp])
     """The ignore files read, each with its identity before the read (only when asked for)."""
 
@@ -221,25 +247,47 @@ def list_directory(
         listing.rgignore = any(
             e.name == ".rgignore" or (e.name in IGNORE_FILES and not e.is_file(follow_symlinks=False)) for e in entries
         )
+        if dir_rel == ".":
+            ignores = _repo_base(jail, ignores, listing.ignore_lines, listing.ignore_stamps if stamps else None)
         spec = _load_ignore_spec(
             dir_fd, dir_rel, present, jail, listing.ignore_lines, listing.ignore_stamps if stamps else None
         )
         listing.ignores = ignores.pushed(dir_rel, spec)
-    listing.kept = _keep(jail, dir_rel, entries, listing.ignores, options)
+    listing.kept, exempted = _keep(jail, dir_rel, entries, listing.ignores, options)
+    listing.rgignore |= exempted
     return listing
+
+
+def _repo_base(
+    jail: Jail, ignores: IgnoreStack, sink: list[str], stamps: list[IgnoreStamp] | None = None
+) -> IgnoreStack:
+    """The root's inherited rules with git's additions: `.git/info/exclude` and the tracked files."""
+    rules = repo_rules(jail.root, jail.root_fd)
+    sink.extend(rules.lines)
+    if stamps is not None:
+        stamps.extend(rules.stamps)
+    if rules.exclude is None and rules.tracked is None:
+        return ignores
+    return ignores.pushed(".", rules.exclude).with_tracked(rules.tracked)
 
 
 def _keep(
     jail: Jail, dir_rel: str, entries: list[os.DirEntry[str]], ignores: IgnoreStack, options: WalkOptions
-) -> list[Kept]:
-    """The entries of one directory that the walk reports or enters, in name order.
+) -> tuple[list[Kept], bool]:
+    """The entries of one directory that the walk reports or enters, in name order, and whether a tracked
+    entry was kept that a rule ignores.
 
     Skipped: hidden names (unless asked for), symlinks, FIFOs, sockets and devices, deny-listed entries
-    and, unless asked for, ignored ones. Filtering a whole listing at once keeps the per-entry cost low.
+    and, unless asked for, ignored ones that are not tracked (a directory is tracked when it holds a tracked
+    file; inside an ignored directory only tracked entries are kept). Filtering a whole listing at once keeps
+    the per-entry cost low.
     """
     include_hidden = options.include_hidden
     denied = jail.deny.denied_names(dir_rel, [e.name for e in entries])
     check_ignores = bool(ignores) and not options.include_ignored
+    tracked = ignores.tracked if check_ignores else None
+    excluded = tracked is not None and tracked.holds(dir_rel, is_dir=True) and ignores.excludes_dir(dir_rel)
+    exempted = False
     prefix = "" if dir_rel == "." else dir_rel + "/"
     kept: list[Kept] = []
     for entry in entries:
@@ -252,10 +300,14 @@ def _keep(
                 continue  # symlinks, FIFOs, sockets, devices
         except OSError:
             continue
-        if name in denied or (check_ignores and ignores.is_ignored(prefix + name, is_dir=is_dir)):
+        if name in denied:
             continue
+        if check_ignores and (excluded or ignores.is_ignored(prefix + name, is_dir=is_dir)):
+            if tracked is None or not tracked.holds(prefix + name, is_dir=is_dir):
+                continue
+            exempted = True
         kept.append((name, is_dir))
-    return kept
+    return kept, exempted
 
 
 @dataclass(slots=True)
@@ -315,6 +367,8 @@ class Walk:
             try:
                 present = {n for n in IGNORE_FILES if _exists_at(fd, n)}
                 self.saw_ancestor_ignores |= bool(present)
+                if depth == 0:
+                    stack = _repo_base(self.jail, stack, self.ignore_lines)
                 stack = stack.pushed(dir_rel, _load_ignore_spec(fd, dir_rel, present, self.jail, self.ignore_lines))
             finally:
                 os.close(fd)

@@ -32,8 +32,9 @@ from repo_sandbox.workspace import Workspace
 
 DESCRIPTION = """Read a text file by line range, numbered like `cat -n`.
 Use it once search_files or search_text has told you which file (and which lines) matter. Returns up to
-`limit` lines from line `offset` (1-based); over-long lines are cut with a marker; binary files are
-refused. A last line `[more: offset=N; ...]` means the file goes on: call again with that offset.
+`limit` lines from line `offset` (1-based); over-long lines are cut with a marker; binary files (a NUL byte
+in the first 8 KiB) are refused; bytes that are not UTF-8 show as U+FFFD. A last line `[more: offset=N; ...]`
+means the file goes on: call again with that offset.
 
 Example: {"path": "src/app/main.py", "offset": 120, "limit": 60}
 Common mistake: reading a whole large file to find one function; find its line with search_text, then
@@ -41,6 +42,7 @@ read around it with offset/limit.
 """
 
 
+LOSSY: Final = " (invalid bytes as U+FFFD)"
 INLINE_READ_BYTES: Final = 256 * 1024
 """Files up to this size are read on the event loop (well under a millisecond of work)."""
 
@@ -67,8 +69,9 @@ class ReadFileResult(Paged):
     total_lines: int = Field(description="Lines in the whole file.")
     size_bytes: int = Field(description="File size in bytes.")
     encoding: str = Field(
-        description="'utf-8', or 'utf-8-sig' when the file starts with a byte-order mark (left out of `content`). "
-        "Invalid UTF-8 bytes are shown as U+FFFD."
+        description="'utf-8', or 'utf-8-sig' when the file starts with a byte-order mark (left out of `content`); "
+        f"followed by '{LOSSY}' when the lines returned hold bytes that are not UTF-8 (text in a legacy encoding "
+        "such as Latin-1 or EUC-JP): each such byte is shown as U+FFFD."
     )
     redactions: int | None = Field(
         default=None, description="Secrets masked in this result (null when output masking is off)."
@@ -142,7 +145,7 @@ def read_opened(ws: Workspace, args: ReadFileArgs, opened: OpenedFile) -> ReadFi
             page = _page(lines, args, has_bom, meter, limits.max_line_chars)
     finally:
         os.close(opened.fd)
-    content, end_line = page
+    content, end_line, lossy = page
     more = end_line < total_lines
     return ReadFileResult(
         path=opened.rel_path,
@@ -153,14 +156,16 @@ def read_opened(ws: Workspace, args: ReadFileArgs, opened: OpenedFile) -> ReadFi
         truncated=more,
         next_offset=end_line + 1 if more else None,
         size_bytes=opened.size,
-        encoding="utf-8-sig" if has_bom else "utf-8",
+        encoding=("utf-8-sig" if has_bom else "utf-8") + (LOSSY if lossy else ""),
     )
 
 
 def _page(
     lines: Iterable[tuple[int, RawLine]], args: ReadFileArgs, has_bom: bool, meter: OutputMeter, max_chars: int
-) -> tuple[str, int]:
-    """The rendered lines [offset, offset + limit) of numbered `lines`, within the meter, and the last number."""
+) -> tuple[str, int, bool]:
+    """The rendered lines [offset, offset + limit) of numbered `lines`, within the meter, the last number and
+    whether a line held bytes that are not UTF-8."""
+    lossy = False
     parts: list[str] = []
     end_line = args.offset - 1
     stop = args.offset + args.limit
@@ -173,6 +178,8 @@ def _page(
         if number == 1 and has_bom:
             raw = RawLine(line.data[len(UTF8_BOM) :], line.length - len(UTF8_BOM), line.newline)
         text = line_text(raw, max_chars)
+        if not lossy and "\ufffd" in text:
+            lossy = text.count("\ufffd") > raw.data.count(b"\xef\xbf\xbd")
         rendered = _render(number, text, raw.newline, args.line_numbers)
         if not meter.try_add(OutputMeter.cost(rendered)):
             if parts:
@@ -181,10 +188,10 @@ def _page(
             meter.try_add(OutputMeter.cost(rendered))
         parts.append(rendered)
         end_line = number
-    return "".join(parts), end_line
+    return "".join(parts), end_line, lossy
 
 
-def _plain_page(data: bytes, args: ReadFileArgs, meter: OutputMeter, max_chars: int) -> tuple[str, int] | None:
+def _plain_page(data: bytes, args: ReadFileArgs, meter: OutputMeter, max_chars: int) -> tuple[str, int, bool] | None:
     """`_page`'s result in a few whole-page operations, when the page is ASCII, no line needs cutting and it
     fits the meter (None otherwise). The meter charges each rendered line as a JSON string; JSON escapes
     characters one by one, so those charges add up to the page's charge plus two quotes per extra line."""
@@ -197,7 +204,7 @@ def _plain_page(data: bytes, args: ReadFileArgs, meter: OutputMeter, max_chars: 
     if last:
         lines.append(last)
     if not lines:
-        return "", args.offset - 1
+        return "", args.offset - 1, False
     if max(map(len, lines)) > max_chars:
         return None
     if args.line_numbers:  # one formatting of the whole page: `%6d\t%s\n` is `_render`'s format
@@ -211,4 +218,4 @@ def _plain_page(data: bytes, args: ReadFileArgs, meter: OutputMeter, max_chars: 
         content = region.decode("ascii")
     if not meter.try_add(OutputMeter.cost(content) + 2 * (len(lines) - 1)):
         return None
-    return content, args.offset + len(lines) - 1
+    return content, args.offset + len(lines) - 1, False

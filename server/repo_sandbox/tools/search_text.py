@@ -92,7 +92,10 @@ class TextMatch(ResultModel):
 
 class FileCount(ResultModel):
     path: str
-    count: int = Field(description="Matching lines in this file.")
+    count: int = Field(
+        description="Matching lines in this file (multiline, with a pattern that can match a line break: matches, "
+        "as `rg -U --count`)."
+    )
 
 
 class _SearchSummary(Paged):

@@ -9,7 +9,8 @@ rules keep of them) changes only when
   directory's identity and time stamps are compared instead, and a directory whose stamps were younger than
   `RACY_NS` when it was listed is listed again every time (a change in the same clock tick leaves them be);
 - an ignore file's content changes (no directory event): every ignore file's stat identity is compared on
-  every call, and a young one is read again every time;
+  every call, and a young one is read again every time; at the root, so are `.git/info/exclude` and
+  `.git/index` (`tools._gitrepo`), and the root's rules read differently when the tracked paths changed;
 - the walk's own rules change: they are the workspace's settings, fixed for its life.
 Every call first drains the events (or compares the stamps) and lists again exactly the directories that
 changed, top down; a re-listed directory whose ignore rules read differently has its whole subtree listed
