@@ -148,21 +148,25 @@ class CommandPolicy:
 
         paths = LexicalPaths(deny)
         failures: list[str] = []
+
+        def judge(example: str) -> None:  # every pipeline of a list, each on its own
+            for pipeline in parse_command(example).pipelines:
+                self.evaluate([(s.program, [w.text for w in s.args]) for s in pipeline.stages], paths)
+
         for name, rule in sorted(self.active_rules().items()):
             for example in rule.allow_examples:
                 try:
-                    pipeline = parse_command(example)
-                    self.evaluate([(s.program, [w.text for w in s.args]) for s in pipeline.stages], paths)
+                    judge(example)
                 except SandboxError as exc:
                     failures.append(f"rule '{name}': allow example {example!r} was refused ({exc.code}: {exc})")
             for example in rule.deny_examples:
                 try:
-                    pipeline = parse_command(example)
+                    parse_command(example)
                 except SandboxError as exc:
                     failures.append(f"rule '{name}': deny example {example!r} does not parse ({exc.code})")
                     continue
                 try:
-                    self.evaluate([(s.program, [w.text for w in s.args]) for s in pipeline.stages], paths)
+                    judge(example)
                 except SandboxError:
                     continue
                 failures.append(f"rule '{name}': deny example {example!r} was allowed")

@@ -54,14 +54,26 @@ class ExecuteBashArgs(ToolArgs):
     ] = "."
 
 
+class StepResult(ResultModel):
+    command: str = Field(description="The element of the list, as written.")
+    exit_code: int | None = Field(description="Its exit status; null when `&&` / `||` skipped it.")
+
+
 class ExecuteBashResult(ResultModel):
-    exit_code: int = Field(description="Exit status of the last command of the pipeline (128+N: killed by signal N).")
+    exit_code: int = Field(
+        description="Exit status of the command line, as bash's: the last pipeline that ran, of its last command "
+        "(128+N: killed by signal N)."
+    )
     stdout: str = Field(description="Standard output of the last command (head and tail kept when cut).")
     stderr: str = Field(description="Standard error of all commands.")
     stdout_truncated: bool = Field(description="True when stdout was cut (a marker shows where).")
     stderr_truncated: bool = Field(description="True when stderr was cut.")
     duration_ms: float = Field(description="Wall time of the run, in milliseconds.")
     sandbox: str = Field(description="The OS isolation used: bwrap, landlock or none (unsandboxed).")
+    steps: list[StepResult] | None = Field(
+        default=None,
+        description="For a list (`a && b`, `a || b`, `a; b`): each element's exit status in order; null otherwise.",
+    )
     redactions: int | None = Field(
         default=None, description="Secrets masked in this result (null when output masking is off)."
     )
@@ -84,4 +96,7 @@ async def execute_bash(ws: Workspace, args: ExecuteBashArgs, context: Any) -> Ex
         stderr_truncated=outcome.stderr_truncated,
         duration_ms=outcome.duration_ms,
         sandbox=outcome.sandbox,
+        steps=None
+        if outcome.steps is None
+        else [StepResult(command=s.command, exit_code=s.exit_code) for s in outcome.steps],
     )
