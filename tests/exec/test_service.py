@@ -24,7 +24,9 @@ from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
 
-TEST_RULES: dict[str, Any] = {"python3": {"any_arguments": True}, "sleep": {"operands": "strings"}}
+TEST_RULES: dict[str, Any] = {
+    "python3": {"any_arguments": True},
+}
 ALL_BACKENDS = [*os_backends(), "none"]
 
 

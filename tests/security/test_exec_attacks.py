@@ -478,7 +478,6 @@ ATTACKS: list[Attack] = [
 
 TEST_RULES: dict[str, Any] = {
     "python3": {"any_arguments": True},
-    "sleep": {"operands": "strings"},
     "yes": {"operands": "strings"},
 }
 

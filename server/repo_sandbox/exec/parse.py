@@ -31,13 +31,15 @@ from repo_sandbox.exec._words import Word, decode_word, split_words
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-PROGRAM_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-"""A program is named, never given as a path."""
+PROGRAM_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*|\[")
+"""A program is named, never given as a path (`[` is test's other name)."""
 
 MAX_ELEMENTS: Final = 16
 """Most elements (pipelines and cds) in one command list."""
 
 _OPERATORS: Final = frozenset({"&&", "||", ";", "|", "|&"})
+_COMMANDS: Final = frozenset({"command", "test_command"})
+"""A simple command, and `[ ... ]` (which tree-sitter parses as a test expression, like `[[ ... ]]`)."""
 _CONTAINERS: Final = frozenset({"list", "pipeline", "redirected_statement"})
 _ARGUMENT_NODES: Final = frozenset({"word", "string", "raw_string", "ansi_c_string", "number", "concatenation"})
 _STRING_PARTS: Final = frozenset({"string_content"})
@@ -181,7 +183,7 @@ def _tokens(node: Node, out: list[Node]) -> None:
     """The commands, list and pipe operators and redirections under `node`, in source order."""
     for child in node.children:
         kind = child.type
-        if kind == "command" or kind in _OPERATORS or (kind == "file_redirect" and node.type == "redirected_statement"):
+        if kind in _COMMANDS or kind in _OPERATORS or (kind == "file_redirect" and node.type == "redirected_statement"):
             out.append(child)
         elif kind in _CONTAINERS:
             _tokens(child, out)
@@ -204,7 +206,7 @@ class _ListBuilder:
 
     def feed(self, token: Node) -> None:
         kind = token.type
-        if kind == "command":
+        if kind in _COMMANDS:
             if self.command is not None:
                 raise _composition_error("newline-separated command list")
             self.command, self.fds = token, {1: "out", 2: "err"}
@@ -287,12 +289,16 @@ def _cd_target(stage: SimpleCommand) -> str:
 
 def _simple_command(node: Node, source: bytes) -> SimpleCommand:
     children = node.children
-    if not children or children[0].type != "command_name":
+    if node.type == "test_command":
+        if not children or children[0].type != "[":
+            raise _refuse_node(node)  # `[[ ... ]]`; `[ ... ]` is the program `[`, its words decoded below
+    elif not children or children[0].type != "command_name":
         raise _refuse_node(children[0] if children else node)
-    for child in children[1:]:
-        _check_argument(child)
-    for part in children[0].children:
-        _check_argument(part)
+    else:
+        for child in children[1:]:
+            _check_argument(child)
+        for part in children[0].children:
+            _check_argument(part)
     text = source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
     words = [decode_word(raw) for raw in split_words(text)]
     program = words[0]

@@ -21,6 +21,7 @@ from repo_sandbox.policy.decision import Decision, Verdict, allow, strictest
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.find import FindRule
 from repo_sandbox.policy.git import GitRule
+from repo_sandbox.policy.more_programs import more_rules
 from repo_sandbox.policy.operands import LexicalPaths
 from repo_sandbox.policy.programs import PathChecker, ProgramRule, ProgramSpec, StagePlan
 
@@ -55,6 +56,7 @@ def builtin_rules(deny_patterns: Iterable[str] = ()) -> dict[str, ProgramRule]:
         "gawk", awk.options, awk.operands, awk.summary, "gawk", forced=awk.forced,
         allow_examples=("gawk 'NR==1' a.txt",), deny_examples=("gawk -f x a",),
     )  # fmt: skip
+    rules.update({rule.name: rule for rule in more_rules()})
     rules["find"] = FindRule()
     rules["git"] = GitRule(tuple(deny_patterns))
     return rules
