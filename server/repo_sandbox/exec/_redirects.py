@@ -10,6 +10,7 @@ file, here-documents) is refused with `details.construct = "redirection"`.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Final, Literal
 
 from repo_sandbox.errors import CommandNotAllowedError, SandboxError
@@ -55,6 +56,9 @@ def apply_redirect(node: Node, source: bytes, fds: dict[int, Stream], check_word
     if len(operators) != 1 or len(destinations) != 1:
         raise _refused(text, "write every redirection after the command's words, one target each")
     operator, destination = operators[0], destinations[0]
+    glued = re.search(rb"[^ \t\n]*$", source[: node.start_byte])
+    if descriptor is None and glued is not None and re.fullmatch(rb"[0-9]+|.*}", glued.group()):
+        raise _refused(text, "only descriptors 1 (stdout) and 2 (stderr) can be redirected")  # `0>`, `{fd}>`
     fd = 1
     if descriptor is not None:
         number = source[descriptor.start_byte : descriptor.end_byte].decode()
