@@ -9,8 +9,11 @@ have rules of their own below.
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar, Final
 
 from repo_sandbox.policy._argv import ParsedArgs, refuse, table
@@ -42,6 +45,16 @@ def _which_check(parsed: ParsedArgs) -> None:
     for operand in parsed.operands:
         if "/" in operand:
             raise refuse("which", operand, "which looks names up in the sandbox's PATH; give a name, not a path.")
+
+
+@cache
+def _which_binary() -> str:
+    """Debian's /usr/bin/which is a link through /etc/alternatives, which no sandbox shows: name its target."""
+    from repo_sandbox.exec.sandbox import SYSTEM_PATH
+
+    found = shutil.which("which", path=SYSTEM_PATH)
+    real = os.path.realpath(found) if found else ""
+    return os.path.basename(real) if os.path.dirname(real) in SYSTEM_PATH.split(":") else "which"
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +257,7 @@ MORE_SPECS: Final[tuple[ProgramSpec, ...]] = (
     ProgramSpec(
         "which",
         table("-a -s"),
+        binary=_which_binary(),
         operands="strings",
         extra_check=_which_check,
         summary="find programs in the sandbox's PATH",
