@@ -27,7 +27,7 @@ from repo_sandbox.exec.capture import HeadTailBuffer
 from repo_sandbox.exec.parse import ChangeDir, CommandList, Element, Pipeline
 from repo_sandbox.exec.runner import RunResult
 from repo_sandbox.policy.commands import Evaluation
-from repo_sandbox.policy.decision import strictest
+from repo_sandbox.policy.decision import allow, strictest
 from repo_sandbox.policy.paths import Jail
 
 CD_FIELD: Final = "cd"
@@ -165,5 +165,7 @@ async def run_list(
 
 
 def merged(evaluations: Sequence[Evaluation]) -> Evaluation:
-    """One evaluation for approval: the strictest verdict and every plan."""
+    """One evaluation for approval: the strictest verdict and every plan (a list of `cd`s alone is allowed)."""
+    if not evaluations:
+        return Evaluation(allow("cd"), ())
     return Evaluation(strictest([e.verdict for e in evaluations]), tuple(plan for e in evaluations for plan in e.plans))
