@@ -361,7 +361,7 @@ class ExecService:
             built = (planned.built or {}).get((index, place)) or await anyio.to_thread.run_sync(rebuild, True)
             element = commands.elements[index]
             assert isinstance(element, Pipeline)
-            streams = [(stage.stdout, stage.stderr) for stage in element.stages]
+            streams: list[tuple[Stream, Stream]] = [(stage.stdout, stage.stderr) for stage in element.stages]
             remaining = max(deadline - time.perf_counter(), 0.001)
             result = await self._run(built.stages, remaining, tag, streams)
             if built.check is not None and not await anyio.to_thread.run_sync(

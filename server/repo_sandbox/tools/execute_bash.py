@@ -15,19 +15,22 @@ DESCRIPTION = """Run a read-only command line in the repository, inside a sandbo
 
 Use it for what the other tools cannot do: git history and diffs (`git log`, `git diff`, `git show`,
 `git blame`, `git status`), quick pipelines over text (`sort | uniq -c`, `awk`, `jq`), or file metadata.
-It accepts ONE command or a `|` pipeline of commands, never a shell script: `;`, `&&`, `||`, `&`,
-redirections (`>`, `2>&1`), `$VAR`, `$(...)`, backticks, `~` and `{a,b}` are refused, so run separate calls
-instead. Quotes and escapes work as in bash, and globs (`*.py`, `src/*/x.ts`) are expanded for you. Only
-allowlisted programs with allowlisted options run (read repo-sandbox://policy): cat head tail wc ls find grep
-rg sed awk sort uniq cut tr nl tac column diff tree file stat du jq echo printf basename dirname realpath pwd
-and the read-only git sub-commands. Long options must be spelled out in full. The repository is read-only;
-only /tmp is writable and it is discarded. A non-zero exit_code is a normal result, not an error. Output
-is capped (head and tail kept, marked where cut); `sandbox` names the isolation that was used.
+It accepts commands, `|` pipelines and lists joined by `&&`, `||` and `;` (bash's exit-status rules; `cd DIR`
+in a list moves the rest, inside the repository), never a shell script: `&`, `( )`, `$VAR`, `$(...)`,
+backticks, `~`, `{a,b}` and redirections other than `>/dev/null`, `2>/dev/null`, `&>/dev/null`, `2>&1`,
+`1>&2` and `|&` are refused. Quotes and escapes work as in bash, and globs (`*.py`, `src/*/x.ts`) are
+expanded for you. Only allowlisted programs with allowlisted options run (read repo-sandbox://policy): cat
+head tail wc ls find grep rg sed awk sort uniq cut tr nl tac column diff tree file stat du jq echo printf
+basename dirname realpath pwd base64 md5sum sha1sum sha256sum sha512sum xxd od hexdump comm paste join expand
+fold fmt rev seq sleep which date numfmt printenv test [ expr and the read-only git sub-commands. Long
+options must be spelled out in full. The repository is read-only; only /tmp is writable and it is discarded.
+A non-zero exit_code is a normal result, not an error; a list's `steps` give each element's exit status.
+Output is capped (head and tail kept, marked where cut); `sandbox` names the isolation that was used.
 
 Example: {"command": "git log --oneline -10 -- src/server.py"}
-Example: {"command": "awk '{print $1}' access.log | sort | uniq -c | sort -rn | head -5", "cwd": "logs"}
+Example: {"command": "cd logs && awk '{print $1}' access.log | sort | uniq -c | sort -rn | head -5"}
 Common mistake: using grep or find here to search code; use search_text and search_files, which are
-faster, paged and respect .gitignore. Another: `cd dir && cmd`; pass "cwd": "dir" instead.
+faster, paged and respect .gitignore.
 """
 
 
@@ -37,8 +40,9 @@ class ExecuteBashArgs(ToolArgs):
         Field(
             min_length=1,
             max_length=65536,
-            description="One command or a '|' pipeline of allowlisted programs, quoted like bash.",
-            examples=["git diff HEAD~1 --stat", "grep -rn TODO src | head -20"],
+            description="Commands of allowlisted programs, quoted like bash: a '|' pipeline, or a list joined by "
+            "'&&', '||' or ';'.",
+            examples=["git diff HEAD~1 --stat", "grep -rn TODO src 2>/dev/null | head -20", "cd src && ls"],
         ),
     ]
     timeout: Annotated[
