@@ -217,6 +217,15 @@ def test_lists_split_into_elements_and_operators(command: str, sources: list[str
     assert parsed.operators == operators
 
 
+@pytest.mark.parametrize(
+    ("command", "index"), [("ls; echo x > f", 1), ("cd src && ls 3>&1; ls", 1), ("cd ~ && ls", 0), ("ls || cd -", 1)]
+)
+def test_a_refusal_in_a_list_names_its_element(command: str, index: int) -> None:
+    with pytest.raises(SandboxError) as info:
+        parse_command(command)
+    assert info.value.details["element_index"] == index
+
+
 def test_cd_is_an_element_of_its_own() -> None:
     first, second = parse_command("cd 'a b' && ls").elements
     assert first == ChangeDir("a b", "cd 'a b'")

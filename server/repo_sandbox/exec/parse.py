@@ -349,7 +349,13 @@ def _parse_cached(text: str, max_stages: int, max_chars: int) -> CommandList:
     if not tokens:
         raise _composition_error("comment")
     builder = _ListBuilder(source, max_stages)
-    for token in tokens:
-        builder.feed(token)
-    elements, operators = builder.finish()
+    is_list = any(token.type in ("&&", "||", ";") for token in tokens)
+    try:
+        for token in tokens:
+            builder.feed(token)
+        elements, operators = builder.finish()
+    except SandboxError as refusal:
+        if is_list:  # name the element of the list, as the policy's refusals do
+            refusal.details.setdefault("element_index", len(builder.elements))
+        raise
     return CommandList(elements, operators, text)
