@@ -32,7 +32,7 @@ RUN python3 -m venv /opt/repo-sandbox \
 
 FROM ${BASE_IMAGE}
 RUN if ! command -v python3 >/dev/null; then \
-      apt-get update && apt-get install -y --no-install-recommends python3 bubblewrap ripgrep \
+      apt-get update && apt-get install -y --no-install-recommends python3 bubblewrap ripgrep xxd bsdextrautils \
       && rm -rf /var/lib/apt/lists/*; \
     fi \
     && groupadd --system --gid 10001 sandbox \

@@ -164,7 +164,7 @@ def test_check_config_prints_the_effective_policy(tmp_path: Path) -> None:
         ('[server]\nallowed_hosts = ["bad host"]\n', "allowed_hosts"),
         ('[server]\nallowed_origins = ["app.example.com"]\n', "allowed_origins"),
         ('[server]\nallowed_origins = ["https://app.example.com/path"]\n', "allowed_origins"),
-        ('[exec]\nallow = ["cat", "md5sum"]\n', "md5sum"),
+        ('[exec]\nallow = ["cat", "cksum"]\n', "cksum"),
         ('[exec]\nallow = ["cat"]\n[exec.rules.cat]\nflag = ["-n"]\n', "rules.cat.flag"),
     ],
 )

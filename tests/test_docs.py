@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 
 from repo_sandbox.app import build_server, mcp_tool
+from repo_sandbox.config.exec_model import DEFAULT_ALLOW
 from repo_sandbox.errors import ALL_ERRORS
 from repo_sandbox.testing import ERAS, Mode
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
@@ -99,7 +100,7 @@ PROVOKED: dict[str, tuple[str, dict[str, Any], dict[str, dict[str, Any]]]] = {
     "not_a_file": ("read_file", {"path": "src"}, {}),
     "not_a_directory": ("search_files", {"pattern": "*", "path": "README.md"}, {}),
     "binary_file": ("read_file", {"path": "data.bin"}, {}),
-    "command_parse_error": ("execute_bash", {"command": "ls; ls"}, {}),
+    "command_parse_error": ("execute_bash", {"command": "ls & ls"}, {}),
     # not_found
     "not_found": ("read_file", {"path": "src/missing.py"}, {}),
     # permission_denied
@@ -110,7 +111,7 @@ PROVOKED: dict[str, tuple[str, dict[str, Any], dict[str, dict[str, Any]]]] = {
     "approval_required": (
         "execute_bash",
         {"command": "md5sum README.md"},
-        {"exec": {"ask": ["md5sum"], "rules": {"md5sum": {"operands": "paths"}}}},
+        {"exec": {"ask": ["md5sum"], "allow": [name for name in DEFAULT_ALLOW if name != "md5sum"]}},
     ),
     # limit_exceeded
     "file_too_large": ("read_file", {"path": "README.md"}, {"limits": {"max_file_bytes": 8}}),

@@ -60,7 +60,7 @@ async def test_command_policy_refusals_are_audited_with_their_rule(audited: Call
         assert (await session.call("execute_bash", {"command": "sort -o out README.md"}))["code"] == (
             "argument_not_allowed"
         )
-        assert (await session.call("execute_bash", {"command": "ls; id"}))["code"] == "command_parse_error"
+        assert (await session.call("execute_bash", {"command": "ls & id"}))["code"] == "command_parse_error"
         assert (await session.call("execute_bash", {"command": "echo ok"}))["stdout"] == "ok\n"
     events = decisions(workspace)
     assert summary(events) == [

@@ -13,8 +13,8 @@ from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.workspace import Workspace
 
 FAILING_RULE = (
-    '[exec]\nallow = ["cat", "md5sum"]\n'
-    '[exec.rules.md5sum]\nflags = ["-b"]\nallow_examples = ["md5sum -b a"]\ndeny_examples = ["md5sum -b b"]\n'
+    '[exec]\nallow = ["cat", "cksum"]\n'
+    '[exec.rules.cksum]\nflags = ["-b"]\nallow_examples = ["cksum -b a"]\ndeny_examples = ["cksum -b b"]\n'
 )
 
 
@@ -27,10 +27,10 @@ def config(tmp_path: Path) -> Path:
 
 
 def test_loading_checks_the_policy_unless_told_to_leave_it_for_later(config: Path, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="deny example 'md5sum -b b' was allowed"):
+    with pytest.raises(ConfigError, match="deny example 'cksum -b b' was allowed"):
         load_settings(config, env={}, cwd=tmp_path)
     settings = load_settings(config, env={}, cwd=tmp_path, exec_check_later=True)
-    with pytest.raises(ValueError, match="deny example 'md5sum -b b' was allowed"):
+    with pytest.raises(ValueError, match="deny example 'cksum -b b' was allowed"):
         CommandPolicy.from_config(settings.exec)
 
 
@@ -38,7 +38,7 @@ def test_loading_checks_the_policy_unless_told_to_leave_it_for_later(config: Pat
 async def test_a_policy_left_unchecked_runs_no_command(config: Path, tmp_path: Path) -> None:
     ws = Workspace(load_settings(config, env={}, cwd=tmp_path, exec_check_later=True))
     try:
-        outcome = await build_pipeline(ws).call("execute_bash", {"command": "md5sum -b a"})
+        outcome = await build_pipeline(ws).call("execute_bash", {"command": "cksum -b a"})
     finally:
         ws.close()
     assert outcome.is_error

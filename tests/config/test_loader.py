@@ -127,23 +127,23 @@ def test_default_timeout_above_max_is_rejected(tmp_path: Path) -> None:
 
 
 def test_env_table_accepts_a_json_object(tmp_path: Path) -> None:
-    rule = {"md5sum": {"flags": ["-b"], "allow_examples": ["md5sum -b README.md"]}}
-    env = {"REPO_SANDBOX_EXEC_ALLOW": "cat,md5sum", "REPO_SANDBOX_EXEC_RULES": json.dumps(rule)}
+    rule = {"cksum": {"flags": ["-b"], "allow_examples": ["cksum -b README.md"]}}
+    env = {"REPO_SANDBOX_EXEC_ALLOW": "cat,cksum", "REPO_SANDBOX_EXEC_RULES": json.dumps(rule)}
     settings = load_settings(None, env=env, cwd=tmp_path)
-    assert settings.exec.allow == ["cat", "md5sum"]
-    assert settings.exec.rules["md5sum"].flags == ["-b"]
+    assert settings.exec.allow == ["cat", "cksum"]
+    assert settings.exec.rules["cksum"].flags == ["-b"]
 
 
 @pytest.mark.parametrize(
     ("value", "message"),
     [
         ("{not json", "invalid JSON object"),
-        ('["md5sum"]', "valid dictionary"),
-        ('{"md5sum": {"flag": ["-b"]}}', "rules.md5sum.flag: unknown key"),
+        ('["cksum"]', "valid dictionary"),
+        ('{"cksum": {"flag": ["-b"]}}', "rules.cksum.flag: unknown key"),
     ],
 )
 def test_bad_env_table_names_the_variable(tmp_path: Path, value: str, message: str) -> None:
-    env = {"REPO_SANDBOX_EXEC_ALLOW": "cat,md5sum", "REPO_SANDBOX_EXEC_RULES": value}
+    env = {"REPO_SANDBOX_EXEC_ALLOW": "cat,cksum", "REPO_SANDBOX_EXEC_RULES": value}
     with pytest.raises(ConfigError, match="REPO_SANDBOX_EXEC_RULES") as info:
         load_settings(None, env=env, cwd=tmp_path)
     assert message in str(info.value)

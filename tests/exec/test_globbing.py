@@ -34,7 +34,8 @@ def ws(tree: Path, make_workspace: Any) -> Workspace:
 
 def expand(ws: Workspace, command: str, cwd: str = ".") -> list[str]:
     expander = GlobExpander(ws.jail, cwd)
-    (stage,) = parse_command(command).stages
+    (pipeline,) = parse_command(command).pipelines
+    (stage,) = pipeline.stages
     return [text for word in stage.args for text in expander.expand(word)]
 
 

@@ -7,11 +7,13 @@ import subprocess
 import pytest
 
 from repo_sandbox.errors import CommandNotAllowedError, CommandParseError, SandboxError
-from repo_sandbox.exec.parse import parse_command
+from repo_sandbox.exec.parse import ChangeDir, Pipeline, parse_command
 
 
 def argv(command: str) -> list[list[str]]:
-    return [[stage.program, *(w.text for w in stage.args)] for stage in parse_command(command).stages]
+    (pipeline,) = parse_command(command).elements
+    assert isinstance(pipeline, Pipeline)
+    return [[stage.program, *(w.text for w in stage.args)] for stage in pipeline.stages]
 
 
 ACCEPTED = [
@@ -67,23 +69,32 @@ def test_words_match_real_bash(command: str) -> None:
 
 
 def test_quoted_glob_characters_are_not_globs() -> None:
-    (stage,) = parse_command("ls '*.py' \"src/\"*.py [ab] '[ab]' x\\*").stages
+    (pipeline,) = parse_command("ls '*.py' \"src/\"*.py [ab] '[ab]' x\\*").pipelines
+    (stage,) = pipeline.stages
     assert [w.has_glob for w in stage.args] == [False, True, True, False, False]
 
 
 REFUSED = [
     # composition
-    ("ls; id", CommandParseError, "';' command list"),
-    ("ls ;", CommandParseError, "';' command list"),
-    ("ls && id", CommandParseError, "'&&' / '||' command list"),
-    ("ls || id", CommandParseError, "'&&' / '||' command list"),
     ("ls & id", CommandParseError, "background '&'"),
     ("ls &", CommandParseError, "background '&'"),
     ("ls\nid", CommandParseError, "newline-separated command list"),
     ("(ls)", CommandParseError, "subshell '( ... )'"),
     ("{ ls; }", CommandParseError, "command group '{ ...; }'"),
     ("! ls", CommandParseError, "'!' negation"),
-    ("ls |& cat", CommandParseError, "'|&' (pipe with stderr)"),
+    ("ls ; ; ls", CommandParseError, "syntax error"),
+    ("; ls", CommandParseError, "syntax error"),
+    ("ls &&", CommandParseError, "syntax error"),
+    ("ls ||", CommandParseError, "syntax error"),
+    ("ls ;;", CommandParseError, "';;'"),
+    ("cd src | ls", CommandParseError, "'cd' in a pipeline"),
+    ("ls | cd src", CommandParseError, "'cd' in a pipeline"),
+    ("ls && (pwd && echo hi)", CommandParseError, "subshell '( ... )'"),
+    ("ls && { ls; }", CommandParseError, "command group '{ ...; }'"),
+    ("ls && ! ls", CommandParseError, "'!' negation"),
+    ("true && if true; then ls; fi", CommandParseError, "'if' statement"),
+    ("ls; ls &", CommandParseError, "background '&'"),
+    ("[ a -a \\( b \\) ]", CommandParseError, "syntax error"),
     ("if true; then ls; fi", CommandParseError, "'if' statement"),
     ("for x in a; do ls; done", CommandParseError, "'for' loop"),
     ("while true; do ls; done", CommandParseError, "'while' loop"),
@@ -125,9 +136,43 @@ REFUSED = [
     ("export A=b", CommandNotAllowedError, "declaration (export/declare/local/readonly)"),
     ("ls > f", CommandNotAllowedError, "redirection"),
     ("ls >> f", CommandNotAllowedError, "redirection"),
-    ("ls 2>&1", CommandNotAllowedError, "redirection"),
     ("ls &> f", CommandNotAllowedError, "redirection"),
     ("cat < f", CommandNotAllowedError, "redirection"),
+    ("cat < /dev/null", CommandNotAllowedError, "redirection"),
+    ("ls 2>/tmp/x", CommandNotAllowedError, "redirection"),
+    ("ls >/dev/null/../../tmp/x", CommandNotAllowedError, "redirection"),
+    ("ls > /dev/nul?", CommandNotAllowedError, "redirection"),
+    ("ls > /dev/*", CommandNotAllowedError, "redirection"),
+    ("ls >/dev/zero", CommandNotAllowedError, "redirection"),
+    ("echo x > f", CommandNotAllowedError, "redirection"),
+    ("ls 2>&1 >/tmp/x", CommandNotAllowedError, "redirection"),
+    ("ls >&/tmp/x", CommandNotAllowedError, "redirection"),
+    ("ls &>>f", CommandNotAllowedError, "redirection"),
+    ("ls 3>&1", CommandNotAllowedError, "redirection"),
+    ("ls 1>&3", CommandNotAllowedError, "redirection"),
+    ("ls 0>/dev/null", CommandNotAllowedError, "redirection"),
+    ("ls 2>&-", CommandNotAllowedError, "redirection"),
+    ("ls >| /dev/null", CommandNotAllowedError, "redirection"),
+    ("ls <> /dev/null", CommandParseError, "syntax error"),
+    ("ls {fd}>/dev/null", CommandNotAllowedError, "redirection"),
+    ("ls 5>/dev/null", CommandNotAllowedError, "redirection"),
+    ("ls 2<&1", CommandNotAllowedError, "redirection"),
+    ("ls 2>&1x", CommandNotAllowedError, "redirection"),
+    ("ls >$HOME", CommandNotAllowedError, "redirection"),
+    ('ls >"$(id)"', CommandNotAllowedError, "redirection"),
+    ("ls >/dev/null -la", CommandNotAllowedError, "redirection"),
+    (">/dev/null ls", CommandNotAllowedError, "redirection"),
+    ("ls && cat <<EOF\nx\nEOF", CommandNotAllowedError, "here-document"),
+    ("cd src 2>/dev/null", CommandNotAllowedError, "redirection"),
+    # cd
+    ("cd", CommandNotAllowedError, "cd"),
+    ("cd -", CommandNotAllowedError, "cd"),
+    ("cd -P src", CommandNotAllowedError, "cd"),
+    ("cd src lib", CommandNotAllowedError, "cd"),
+    ("cd s*", CommandNotAllowedError, "cd"),
+    ("cd ''", CommandNotAllowedError, "cd"),
+    ("cd ~", CommandNotAllowedError, "tilde expansion"),
+    ('cd "$HOME"', CommandNotAllowedError, "parameter expansion"),
     ("cat <<EOF\nx\nEOF", CommandNotAllowedError, "here-document"),
     ("cat <<< x", CommandNotAllowedError, "here-string"),
 ]
@@ -154,8 +199,71 @@ def test_empty_command_is_a_parse_error(command: str) -> None:
         parse_command(command)
 
 
+LISTS = [
+    ("ls; id", ["ls", "id"], (";",)),
+    ("ls;", ["ls"], ()),
+    ("ls && id", ["ls", "id"], ("&&",)),
+    ("ls || id", ["ls", "id"], ("||",)),
+    ("a && b | c 2>/dev/null || true", ["a", "b | c 2>/dev/null", "true"], ("&&", "||")),
+    ("cd src && ls -la | head -3", ["cd src", "ls -la | head -3"], ("&&",)),
+    ("ls &&\n id", ["ls", "id"], ("&&",)),
+]
+
+
+@pytest.mark.parametrize(("command", "sources", "operators"), LISTS)
+def test_lists_split_into_elements_and_operators(command: str, sources: list[str], operators: tuple[str, ...]) -> None:
+    parsed = parse_command(command)
+    assert [element.source for element in parsed.elements] == sources
+    assert parsed.operators == operators
+
+
+@pytest.mark.parametrize(
+    ("command", "index"), [("ls; echo x > f", 1), ("cd src && ls 3>&1; ls", 1), ("cd ~ && ls", 0), ("ls || cd -", 1)]
+)
+def test_a_refusal_in_a_list_names_its_element(command: str, index: int) -> None:
+    with pytest.raises(SandboxError) as info:
+        parse_command(command)
+    assert info.value.details["element_index"] == index
+
+
+def test_cd_is_an_element_of_its_own() -> None:
+    first, second = parse_command("cd 'a b' && ls").elements
+    assert first == ChangeDir("a b", "cd 'a b'")
+    assert isinstance(second, Pipeline)
+
+
+STREAMS = [
+    ("ls", [("out", "err")]),
+    ("ls >/dev/null", [("null", "err")]),
+    ("ls 1>>/dev/null", [("null", "err")]),
+    ("ls 2>/dev/null", [("out", "null")]),
+    ("ls &>/dev/null", [("null", "null")]),
+    ("ls &>>'/dev/null'", [("null", "null")]),
+    ("ls >&/dev/null", [("null", "null")]),
+    ("ls 2>&1", [("out", "out")]),
+    ("ls 1>&2", [("err", "err")]),
+    ("ls >&2", [("err", "err")]),
+    ("ls >/dev/null 2>&1", [("null", "null")]),
+    ("ls 2>&1 >/dev/null", [("null", "out")]),
+    ("ls |& cat", [("out", "out"), ("out", "err")]),
+    ("ls 2>/dev/null |& cat", [("out", "out"), ("out", "err")]),
+    ("ls >/dev/null |& cat", [("null", "null"), ("out", "err")]),
+    ("ls 1>&2 | cat 2>/dev/null", [("err", "err"), ("out", "null")]),
+]
+
+
+@pytest.mark.parametrize(("command", "streams"), STREAMS)
+def test_redirections_give_each_stage_its_streams_as_bash_applies_them(
+    command: str, streams: list[tuple[str, str]]
+) -> None:
+    (pipeline,) = parse_command(command).pipelines
+    assert [(stage.stdout, stage.stderr) for stage in pipeline.stages] == streams
+
+
 def test_limits_on_length_and_stages() -> None:
     with pytest.raises(CommandParseError, match="limit"):
         parse_command("echo " + "a" * 100, max_chars=50)
     with pytest.raises(CommandParseError, match="stages"):
         parse_command(" | ".join(["cat"] * 5), max_stages=4)
+    with pytest.raises(CommandParseError, match="elements"):
+        parse_command(" ; ".join(["ls"] * 17))

@@ -24,7 +24,9 @@ from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
 
-TEST_RULES: dict[str, Any] = {"python3": {"any_arguments": True}, "sleep": {"operands": "strings"}}
+TEST_RULES: dict[str, Any] = {
+    "python3": {"any_arguments": True},
+}
 ALL_BACKENDS = [*os_backends(), "none"]
 
 
@@ -263,6 +265,20 @@ async def test_ask_programs_fail_closed_without_an_approval_channel(open_workspa
     assert seen[0] == ("wc -l README.md", {"programs": ["wc"], "rule": "exec.ask", "cwd": "."})
 
 
+async def test_a_list_is_approved_once_before_any_element_runs(open_workspace: Callable[..., Workspace]) -> None:
+    allow = [p for p in DEFAULT_ALLOW if p != "wc"]
+    workspace = open_workspace("none", allow=allow, ask=["wc"])
+    refused = await call(workspace, "sleep 5; false || wc -l README.md")
+    assert refused.error_code == "approval_required"
+    assert refused.duration_ms < 4000  # nothing ran
+    seen: list[tuple[str, dict[str, Any]]] = []
+    command = "cat README.md >/dev/null && wc -l README.md; false && cd nosuch; wc -c README.md"
+    approved = await call(workspace, command, extras={"approve": approver(True, seen)})
+    assert approved.payload["stdout"] == "1 README.md\n6 README.md\n"
+    assert [step["exit_code"] for step in approved.payload["steps"]] == [0, 0, 1, None, 0]
+    assert seen == [(command, {"programs": ["wc"], "rule": "exec.ask", "cwd": "."})]
+
+
 @pytest.mark.parametrize(
     ("command", "arguments", "exec_config", "code"),
     [
@@ -273,7 +289,7 @@ async def test_ask_programs_fail_closed_without_an_approval_channel(open_workspa
         ("true", {"cwd": "missing"}, {}, "not_found"),
         ("ghostprog x", {}, {"allow": ["ghostprog"], "rules": {"ghostprog": {"operands": "strings"}}},
          "command_not_allowed"),
-        ("ls; ls", {}, {}, "command_parse_error"),
+        ("ls & ls", {}, {}, "command_parse_error"),
         ("cat .env", {}, {}, "path_denied"),
     ],
 )  # fmt: skip

@@ -64,14 +64,17 @@ async def test_pipeline_result_is_structured(client: Client) -> None:
     assert content["stdout"].strip() == "1"
     assert content["sandbox"] == auto_os_layer()
     assert set(content) == {
-        "exit_code", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "duration_ms", "sandbox", "redactions"
+        "exit_code", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "duration_ms", "sandbox", "steps",
+        "redactions",
     }  # fmt: skip
+    assert content["steps"] is None  # a pipeline, not a list
 
 
 @pytest.mark.parametrize(
     ("command", "code", "category"),
     [
-        ("cat README.md; cat .env", "command_parse_error", "invalid_argument"),
+        ("cat README.md & cat .env", "command_parse_error", "invalid_argument"),
+        ("cat README.md; cat .env", "path_denied", "permission_denied"),
         ("cat .env", "path_denied", "permission_denied"),
         ("sort -o out README.md", "argument_not_allowed", "permission_denied"),
         ("bash -c id", "command_not_allowed", "permission_denied"),

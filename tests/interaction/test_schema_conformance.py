@@ -165,6 +165,7 @@ CALLS = [
     ("count_lines", {"path": "data/blob.bin"}),
     ("execute_bash", {"command": "wc -l README.md"}),
     ("execute_bash", {"command": "cat no-such-file"}),
+    ("execute_bash", {"command": "ls nosuch 2>/dev/null || cd src && ls; false && ls"}),
     # errors of every kind the tools raise
     ("read_file", {"path": "no/such.txt"}),
     ("read_file", {"path": "../outside"}),
@@ -175,7 +176,7 @@ CALLS = [
     ("search_files", {"pattern": "[abc"}),
     ("search_text", {"pattern": "(a)\\1"}),
     ("count_lines", {"limit": 3}),
-    ("execute_bash", {"command": "ls; ls"}),
+    ("execute_bash", {"command": "ls & ls"}),
     ("execute_bash", {"command": "rm README.md"}),
     ("write_file", {"path": "x"}),
 ]

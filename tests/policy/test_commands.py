@@ -27,7 +27,7 @@ def policy(**config: object) -> CommandPolicy:
 
 
 def evaluate(command: str, p: CommandPolicy | None = None) -> list[list[str]]:
-    stages = [(s.program, [w.text for w in s.args]) for s in parse_command(command).stages]
+    stages = [(s.program, [w.text for w in s.args]) for s in parse_command(command).pipelines[0].stages]
     evaluation = (p or policy()).evaluate(stages, PATHS)
     return [[plan.binary, *plan.args] for plan in evaluation.plans]
 
@@ -231,7 +231,7 @@ def test_pattern_operands_are_not_paths() -> None:
 
 def test_ask_programs_need_approval_and_strictest_decision_wins() -> None:
     p = policy(allow=["cat", "sort"], ask=["wc"])
-    stages = [(s.program, [w.text for w in s.args]) for s in parse_command("cat a | wc -l | sort").stages]
+    stages = [(s.program, [w.text for w in s.args]) for s in parse_command("cat a | wc -l | sort").pipelines[0].stages]
     evaluation = p.evaluate(stages, PATHS)
     assert evaluation.decision is Decision.ASK
     assert evaluation.verdict.rule == "exec.ask"
@@ -262,24 +262,24 @@ def test_every_builtin_rule_example_holds() -> None:
 def test_operator_rule_with_failing_example_fails_config_loading(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text(
-        '[exec]\nallow = ["cat", "md5sum"]\n'
-        '[exec.rules.md5sum]\nflags = ["-b"]\nallow_examples = ["md5sum -b a"]\ndeny_examples = ["md5sum -b b"]\n'
+        '[exec]\nallow = ["cat", "cksum"]\n'
+        '[exec.rules.cksum]\nflags = ["-b"]\nallow_examples = ["cksum -b a"]\ndeny_examples = ["cksum -b b"]\n'
     )
     with pytest.raises(ConfigError) as info:
         load_settings(config, env={}, cwd=tmp_path)
-    assert "md5sum" in str(info.value)
+    assert "cksum" in str(info.value)
     assert "deny example" in str(info.value)
 
 
 def test_operator_rule_runs_with_its_options(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text(
-        '[exec]\nallow = ["md5sum"]\n[exec.rules.md5sum]\nflags = ["-b", "--tag"]\n'
-        'allow_examples = ["md5sum --tag a"]\ndeny_examples = ["md5sum --check s", "md5sum /etc/passwd"]\n'
+        '[exec]\nallow = ["cksum"]\n[exec.rules.cksum]\nflags = ["-b", "--tag"]\n'
+        'allow_examples = ["cksum --tag a"]\ndeny_examples = ["cksum --check s", "cksum /etc/passwd"]\n'
     )
     settings = load_settings(config, env={}, cwd=tmp_path)
     p = CommandPolicy.from_config(settings.exec)
-    assert evaluate("md5sum -b x", p) == [["md5sum", "-b", "x"]]
+    assert evaluate("cksum -b x", p) == [["cksum", "-b", "x"]]
 
 
 @pytest.mark.parametrize(

@@ -99,8 +99,8 @@ def test_a_regular_file_as_stdin_is_served_by_the_sdk_transport(tmp_path: Path) 
 def test_a_failing_command_policy_stops_the_server_after_the_handshake(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text(
-        '[exec]\nallow = ["cat", "md5sum"]\n'
-        '[exec.rules.md5sum]\nflags = ["-b"]\nallow_examples = ["md5sum -b a"]\ndeny_examples = ["md5sum -b b"]\n'
+        '[exec]\nallow = ["cat", "cksum"]\n'
+        '[exec.rules.cksum]\nflags = ["-b"]\nallow_examples = ["cksum -b a"]\ndeny_examples = ["cksum -b b"]\n'
     )
     server = subprocess.Popen(
         [REPO_SANDBOX, "--root", str(tmp_path), "--config", str(config)],
@@ -121,4 +121,4 @@ def test_a_failing_command_policy_stops_the_server_after_the_handshake(tmp_path:
         for pipe in (server.stdin, server.stdout, server.stderr):
             pipe.close()
         server.wait()
-    assert b"configuration error" in error and b"deny example 'md5sum -b b' was allowed" in error
+    assert b"configuration error" in error and b"deny example 'cksum -b b' was allowed" in error

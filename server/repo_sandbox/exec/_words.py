@@ -290,3 +290,41 @@ def _has_brace_expansion(word: Word) -> bool:
             ):
                 separator = True
     return False
+
+
+def split_words(text: str) -> list[str]:
+    """Split a simple command's source into words at unquoted blanks (quotes, escapes, line continuations)."""
+    words: list[str] = []
+    current: list[str] = []
+    in_word = False
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char in " \t\n":
+            if in_word:
+                words.append("".join(current))
+                current, in_word = [], False
+            i += 1
+            continue
+        if char == "\\":
+            if i + 1 < n and text[i + 1] == "\n":
+                i += 2
+                continue
+            current.append(text[i : i + 2])
+            in_word, i = True, i + 2
+            continue
+        in_word = True
+        if char in "'\"" or (char == "$" and i + 1 < n and text[i + 1] == "'"):
+            start = i
+            i += 2 if char == "$" else 1
+            quote = "'" if char == "$" else char
+            while i < n and text[i] != quote:
+                i += 2 if (quote != "'" or char == "$") and text[i] == "\\" else 1
+            current.append(text[start : i + 1])
+            i += 1
+            continue
+        current.append(char)
+        i += 1
+    if in_word:
+        words.append("".join(current))
+    return words

@@ -32,6 +32,16 @@ class HeadTailBuffer:
             if excess > 0:
                 del self._tail[:excess]
 
+    def parts(self) -> tuple[bytes, bytes]:
+        """The kept head and tail."""
+        return bytes(self._head), bytes(self._tail)
+
+    def skip(self, count: int) -> None:
+        """Count `count` bytes as fed and dropped (a gap another buffer cut); later bytes go to the tail."""
+        if count > 0:
+            self.total += count
+            self._head_cap = len(self._head)
+
     @property
     def truncated(self) -> bool:
         return self.total > len(self._head) + len(self._tail)

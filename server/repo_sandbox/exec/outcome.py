@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from repo_sandbox.errors import TimeoutExceededError
 from repo_sandbox.exec.capture import fit_text
+from repo_sandbox.exec.chain import Step
 from repo_sandbox.exec.runner import RunResult
 from repo_sandbox.exec.sandbox import Backend
 from repo_sandbox.tools._results import OutputMeter
@@ -34,6 +36,8 @@ class ExecOutcome:
     stderr_truncated: bool
     duration_ms: float
     sandbox: str
+    steps: tuple[Step, ...] | None = None
+    """Each element's exit status, for a command list (None for a single pipeline)."""
 
 
 def stdout_cap(max_output_bytes: int) -> int:
@@ -44,7 +48,9 @@ def stderr_cap(max_output_bytes: int) -> int:
     return max_output_bytes // 8
 
 
-def shape_outcome(result: RunResult, backend: Backend, timeout_s: float, max_output_bytes: int) -> ExecOutcome:
+def shape_outcome(
+    result: RunResult, backend: Backend, timeout_s: float, max_output_bytes: int, steps: Sequence[Step] | None = None
+) -> ExecOutcome:
     """The result as the tool returns it, within `max_output_bytes` once serialised.
 
     Raises:
@@ -54,6 +60,8 @@ def shape_outcome(result: RunResult, backend: Backend, timeout_s: float, max_out
     stdout_cut = result.stdout.truncated or result.flooded
     stderr_cut = result.stderr.truncated
     budget = max_output_bytes - 2 * OutputMeter.RESERVE
+    for step in steps or ():
+        budget -= OutputMeter.cost(step.command) + 40  # the step's keys and exit code
     while OutputMeter.cost(stdout) + OutputMeter.cost(stderr) > budget and len(stdout) > MIN_KEPT_CHARS:
         stdout, _ = fit_text(stdout, len(stdout) * 3 // 4)
         stdout_cut = True
@@ -87,4 +95,5 @@ def shape_outcome(result: RunResult, backend: Backend, timeout_s: float, max_out
         stderr_truncated=stderr_cut,
         duration_ms=round(result.duration_ms, 1),
         sandbox=backend.os_layer,
+        steps=tuple(steps) if steps is not None else None,
     )

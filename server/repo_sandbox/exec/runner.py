@@ -29,6 +29,7 @@ from typing import Final
 
 import anyio
 
+from repo_sandbox.exec._redirects import Stream
 from repo_sandbox.exec.capture import HeadTailBuffer
 from repo_sandbox.exec.reaping import TAG_VARIABLE, children_of, session_members, sweep_tagged
 from repo_sandbox.exec.sandbox import StageCommand
@@ -84,22 +85,25 @@ class _Pipeline:
         self.readers: list[int] = []
         """Our read ends: the last stage's stdout, then the shared stderr (non-blocking)."""
 
-    def start(self, stages: Sequence[StageCommand]) -> None:
+    def start(self, stages: Sequence[StageCommand], streams: Sequence[tuple[Stream, Stream]]) -> None:
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         self.readers = [out_read, err_read]
         previous: int | None = None
+        devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
         try:
             for index, stage in enumerate(stages):
                 last = index == len(stages) - 1
                 read_end, write_end = (None, out_write) if last else os.pipe()
+                targets = {"out": write_end, "err": err_write, "null": devnull}
+                stdout, stderr = streams[index] if index < len(streams) else ("out", "err")
                 try:
                     self.procs.append(
                         subprocess.Popen(
                             stage.argv,
                             stdin=previous if previous is not None else subprocess.DEVNULL,
-                            stdout=write_end,
-                            stderr=err_write,
+                            stdout=targets[stdout],
+                            stderr=targets[stderr],
                             cwd=stage.cwd,
                             env=stage.env,
                             close_fds=True,
@@ -114,6 +118,7 @@ class _Pipeline:
                     previous = None
                 previous = read_end
         finally:
+            os.close(devnull)
             if previous is not None:
                 os.close(previous)
             os.close(out_write)
@@ -196,8 +201,12 @@ async def run_pipeline(
     stderr_cap: int,
     drain_limit: int,
     tag: str | None = None,
+    streams: Sequence[tuple[Stream, Stream]] = (),
 ) -> RunResult:
     """Run `stages` as a pipeline; returns when all have exited (or were stopped). Cancellation kills them.
+
+    `streams`: where each stage's stdout and stderr go (`exec._redirects`; "out" and "err" when not given):
+    "null" is /dev/null, opened here, so a redirection never names a file to the sandbox.
 
     `tag`: the value of TAG_VARIABLE in the stages' environment; when the pipeline has to be stopped, any
     process still carrying it afterwards is killed too.
@@ -209,7 +218,7 @@ async def run_pipeline(
     pipeline = _Pipeline(stdout_cap, stderr_cap, drain_limit, tag)
     timed_out = False
     try:
-        pipeline.start(stages)
+        pipeline.start(stages, streams)
         with anyio.move_on_after(timeout_s) as deadline:
             async with anyio.create_task_group() as group:
 

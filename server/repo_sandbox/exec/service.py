@@ -21,26 +21,30 @@ import threading
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import anyio
 
 from repo_sandbox.errors import (
+    ApprovalRequiredError,
     ArgumentNotAllowedError,
     CommandNotAllowedError,
     InvalidArgumentsError,
     SandboxError,
     SandboxFailedError,
 )
+from repo_sandbox.exec._redirects import Stream
 from repo_sandbox.exec.approval import obtain_approval
+from repo_sandbox.exec.chain import Judged, Judgement, Place, judge_all, judge_one, merged, name_element, run_list
 from repo_sandbox.exec.gitblame import RenameSources
 from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
 from repo_sandbox.exec.gitobjects import verify_objects
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
 from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, stderr_cap, stdout_cap
-from repo_sandbox.exec.parse import parse_command
+from repo_sandbox.exec.parse import CommandList, Pipeline, parse_command
 from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
 from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, stage_command
 from repo_sandbox.exec.selection import audit_fallback, sandbox_info, sandbox_report
@@ -67,9 +71,14 @@ class Built:
 
 @dataclass(frozen=True, slots=True)
 class Planned:
+    """A judged command line: its elements' judgements, the merged evaluation (for approval) and the
+    sandboxed stages of each judged pipeline (None while a human must approve first)."""
+
+    commands: CommandList
+    start: Place
+    judged: Judged
     evaluation: Evaluation
-    cwd: str
-    built: Built | None
+    built: dict[tuple[int, Place], Built] | None
     tmp: str
     per_call: bool
 
@@ -123,37 +132,62 @@ class ExecService:
             report["programs"] = self.policy.describe()
         return report
 
-    def prepare(self, command: str, cwd: str) -> tuple[Evaluation, str]:
-        """Parse, expand globs and judge; returns the evaluation and the root-relative cwd. Blocking.
+    def judge(self, command: str, cwd: str) -> tuple[CommandList, Place, Judged]:
+        """Parse, expand globs and judge every element of the command line (`exec.chain`). Blocking.
 
         Raises: SandboxError for every refusal, each recorded in the audit trail (`command_denied`).
         """
         try:
-            return self._judge(command, cwd)
+            if not self.config.enabled:
+                raise CommandNotAllowedError("execute_bash is disabled by the server policy.", rule="exec.enabled")
+            config = self.config
+            commands = parse_command(command, max_stages=config.max_stages, max_chars=config.max_command_chars)
+            start = self._start(cwd)
+            return commands, start, judge_all(commands, start, self.workspace.jail, self._evaluate)
         except SandboxError as refusal:
-            details = refusal.details
-            self.workspace.audit.decision(
-                "command_denied",
-                rule=str(details.get("rule") or refusal.code),
-                code=refusal.code,
-                **{key: details[key] for key in ("program", "option", "construct", "field") if key in details},
-            )
+            self._audit_refusal(refusal)
             raise
 
-    def _judge(self, command: str, cwd: str) -> tuple[Evaluation, str]:
-        if not self.config.enabled:
-            raise CommandNotAllowedError("execute_bash is disabled by the server policy.", rule="exec.enabled")
-        pipeline = parse_command(command, max_stages=self.config.max_stages, max_chars=self.config.max_command_chars)
+    def rejudge(self, commands: CommandList, index: int, place: Place) -> Judgement:
+        """Judge one element in a directory it was not judged for (a `cd` before it was skipped). Blocking."""
+        try:
+            return judge_one(commands.elements[index], place, self.workspace.jail, self._evaluate)
+        except SandboxError as refusal:
+            self._audit_refusal(refusal)
+            raise name_element(refusal, commands, index) from None
+
+    def prepare(self, command: str, cwd: str) -> tuple[Evaluation, str]:
+        """`judge` for a command line that is one pipeline: its evaluation and the root-relative cwd."""
+        _, start, judged = self.judge(command, cwd)
+        (evaluation,) = judged.values()
+        assert isinstance(evaluation, Evaluation)
+        return evaluation, start.real
+
+    def _audit_refusal(self, refusal: SandboxError) -> None:
+        details = refusal.details
+        self.workspace.audit.decision(
+            "command_denied",
+            rule=str(details.get("rule") or refusal.code),
+            code=refusal.code,
+            **{key: details[key] for key in ("program", "option", "construct", "field") if key in details},
+        )
+
+    def _start(self, cwd: str) -> Place:
         jail = self.workspace.jail
-        fd, cwd_rel = jail.open_dir(cwd, field="cwd")
+        logical = jail.normalize(cwd, field="cwd")
+        fd, real = jail.open_dir(cwd, field="cwd")
         os.close(fd)
-        expander = GlobExpander(jail, cwd_rel)
+        return Place(logical, real)
+
+    def _evaluate(self, pipeline: Pipeline, place: Place) -> Evaluation:
+        jail = self.workspace.jail
+        expander = GlobExpander(jail, place.real)
         stages: list[tuple[str, list[str]]] = []
         for stage in pipeline.stages:
             args = [text for word in stage.args for text in expander.expand(word)]
             check_argv_size(args)
             stages.append((stage.program, args))
-        return self.policy.evaluate(stages, JailPaths(jail, cwd_rel)), cwd_rel
+        return self.policy.evaluate(stages, JailPaths(jail, place.real))
 
     def _limits(self, timeout_s: float) -> Limits:
         mib = 1024 * 1024
@@ -276,19 +310,32 @@ class ExecService:
             return self._state_dir, False
 
     def plan(self, command: str, cwd: str, tag: str, timeout_s: float) -> Planned:
-        """prepare + build in one worker-thread hop; no stages yet when a human must approve first."""
-        evaluation, cwd_rel = self.prepare(command, cwd)
+        """judge + build in one worker-thread hop; no stages yet when a human must approve first."""
+        commands, start, judged = self.judge(command, cwd)
+        evaluation = merged([j for j in judged.values() if isinstance(j, Evaluation)])
         backend = self.backend()
         tmp, per_call = self.scratch_dir(backend)
+        planned = Planned(commands, start, judged, evaluation, None, tmp, per_call)
         if evaluation.decision is Decision.ASK:
-            return Planned(evaluation, cwd_rel, None, tmp, per_call)
+            return planned
         try:
-            built = self.build(evaluation, cwd_rel, backend, tmp, tag, timeout_s)
+            return replace(planned, built=self.build_all(planned, backend, tag, timeout_s))
         except BaseException:
             if per_call:
                 shutil.rmtree(tmp, ignore_errors=True)
             raise
-        return Planned(evaluation, cwd_rel, built, tmp, per_call)
+
+    def build_all(
+        self, planned: Planned, backend: Backend, tag: str, timeout_s: float
+    ) -> dict[tuple[int, Place], Built]:
+        built: dict[tuple[int, Place], Built] = {}
+        for (index, place), judgement in planned.judged.items():
+            if isinstance(judgement, Evaluation):
+                try:
+                    built[index, place] = self.build(judgement, place.real, backend, planned.tmp, tag, timeout_s)
+                except SandboxError as refusal:
+                    raise name_element(refusal, planned.commands, index) from None
+        return built
 
     async def execute(
         self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, extras: dict[str, Any]
@@ -297,25 +344,52 @@ class ExecService:
         timeout_s = self.timeout_for(timeout_s)
         tag = f"{session_id}-{uuid.uuid4().hex[:12]}"
         planned = await anyio.to_thread.run_sync(self.plan, command, cwd, tag, timeout_s)
+        commands = planned.commands
+        started = time.perf_counter()
+        deadline = started + timeout_s
 
-        def rebuild(prune: bool) -> Built:
-            return self.build(planned.evaluation, planned.cwd, self.backend(), planned.tmp, tag, timeout_s, prune=prune)
+        async def rejudge(index: int, place: Place) -> Judgement:
+            judgement = await anyio.to_thread.run_sync(self.rejudge, commands, index, place)
+            if isinstance(judgement, Evaluation) and judgement.decision is Decision.ASK and not approved:
+                raise name_element(ApprovalRequiredError("This element needs approval."), commands, index)
+            return judgement
 
-        try:
-            built = planned.built
-            if built is None:
-                await obtain_approval(
-                    self.workspace.audit, self.policy.ask, command, planned.evaluation, planned.cwd, extras
+        async def run(index: int, evaluation: Evaluation, place: Place) -> RunResult:
+            def rebuild(prune: bool) -> Built:
+                return self.build(evaluation, place.real, self.backend(), planned.tmp, tag, timeout_s, prune=prune)
+
+            built = (planned.built or {}).get((index, place)) or await anyio.to_thread.run_sync(rebuild, True)
+            element = commands.elements[index]
+            assert isinstance(element, Pipeline)
+            streams: list[tuple[Stream, Stream]] = [(stage.stdout, stage.stderr) for stage in element.stages]
+            remaining = max(deadline - time.perf_counter(), 0.001)
+            result = await self._run(built.stages, remaining, tag, streams)
+            if built.check is not None and not await anyio.to_thread.run_sync(
+                self.excludes.unchanged, built.check, self.views
+            ):  # the repository moved while git ran: run it again with every exclusion
+                remaining = max(deadline - time.perf_counter(), 0.001)
+                result = await self._run(
+                    (await anyio.to_thread.run_sync(rebuild, False)).stages, remaining, tag, streams
                 )
-                built = await anyio.to_thread.run_sync(rebuild, True)
-            started = time.perf_counter()
+            return result
+
+        approved = False
+        try:
+            if planned.built is None:
+                await obtain_approval(
+                    self.workspace.audit, self.policy.ask, command, planned.evaluation, planned.start.real, extras
+                )
+                approved = True
+                started = time.perf_counter()
+                deadline = started + timeout_s
             try:
-                result = await self._run(built.stages, timeout_s, tag)
-                if built.check is not None and not await anyio.to_thread.run_sync(
-                    self.excludes.unchanged, built.check, self.views
-                ):  # the repository moved while git ran: run it again with every exclusion
-                    result = await self._run((await anyio.to_thread.run_sync(rebuild, False)).stages, timeout_s, tag)
-                return shape_outcome(result, self.backend(), timeout_s, self.workspace.limits.max_output_bytes)
+                max_output = self.workspace.limits.max_output_bytes
+                result, steps = await run_list(
+                    commands, planned.start, planned.judged, rejudge=rejudge, run=run,
+                    stdout_cap=stdout_cap(max_output), stderr_cap=stderr_cap(max_output),
+                )  # fmt: skip
+                listed = steps if len(commands.elements) > 1 else None
+                return shape_outcome(result, self.backend(), timeout_s, max_output, listed)
             except SandboxError as exc:
                 exc.details.setdefault("duration_ms", round((time.perf_counter() - started) * 1000, 1))
                 raise
@@ -324,12 +398,14 @@ class ExecService:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(lambda: shutil.rmtree(planned.tmp, ignore_errors=True))
 
-    async def _run(self, stages: list[StageCommand], timeout_s: float, tag: str) -> RunResult:
+    async def _run(
+        self, stages: list[StageCommand], timeout_s: float, tag: str, streams: Sequence[tuple[Stream, Stream]]
+    ) -> RunResult:
         max_output = self.workspace.limits.max_output_bytes
         try:
             return await run_pipeline(
                 stages, timeout_s=timeout_s, stdout_cap=stdout_cap(max_output),
-                stderr_cap=stderr_cap(max_output), drain_limit=DRAIN_LIMIT, tag=tag,
+                stderr_cap=stderr_cap(max_output), drain_limit=DRAIN_LIMIT, tag=tag, streams=streams,
             )  # fmt: skip
         except OSError as exc:
             raise SandboxFailedError(

@@ -21,6 +21,7 @@ from repo_sandbox.policy.decision import Decision, Verdict, allow, strictest
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.find import FindRule
 from repo_sandbox.policy.git import GitRule
+from repo_sandbox.policy.more_programs import more_rules
 from repo_sandbox.policy.operands import LexicalPaths
 from repo_sandbox.policy.programs import PathChecker, ProgramRule, ProgramSpec, StagePlan
 
@@ -55,6 +56,7 @@ def builtin_rules(deny_patterns: Iterable[str] = ()) -> dict[str, ProgramRule]:
         "gawk", awk.options, awk.operands, awk.summary, "gawk", forced=awk.forced,
         allow_examples=("gawk 'NR==1' a.txt",), deny_examples=("gawk -f x a",),
     )  # fmt: skip
+    rules.update({rule.name: rule for rule in more_rules()})
     rules["find"] = FindRule()
     rules["git"] = GitRule(tuple(deny_patterns))
     return rules
@@ -148,21 +150,25 @@ class CommandPolicy:
 
         paths = LexicalPaths(deny)
         failures: list[str] = []
+
+        def judge(example: str) -> None:  # every pipeline of a list, each on its own
+            for pipeline in parse_command(example).pipelines:
+                self.evaluate([(s.program, [w.text for w in s.args]) for s in pipeline.stages], paths)
+
         for name, rule in sorted(self.active_rules().items()):
             for example in rule.allow_examples:
                 try:
-                    pipeline = parse_command(example)
-                    self.evaluate([(s.program, [w.text for w in s.args]) for s in pipeline.stages], paths)
+                    judge(example)
                 except SandboxError as exc:
                     failures.append(f"rule '{name}': allow example {example!r} was refused ({exc.code}: {exc})")
             for example in rule.deny_examples:
                 try:
-                    pipeline = parse_command(example)
+                    parse_command(example)
                 except SandboxError as exc:
                     failures.append(f"rule '{name}': deny example {example!r} does not parse ({exc.code})")
                     continue
                 try:
-                    self.evaluate([(s.program, [w.text for w in s.args]) for s in pipeline.stages], paths)
+                    judge(example)
                 except SandboxError:
                     continue
                 failures.append(f"rule '{name}': deny example {example!r} was allowed")

@@ -15,17 +15,20 @@ DESCRIPTION = """Run a read-only command line in the repository, inside a sandbo
 `[stderr]` and its stderr when there is any, then `[exit code N]`.
 
 Use it for what the other tools cannot do: git history and diffs (`git log`, `git diff`, `git show`,
-`git blame`), pipelines over text (`sort | uniq -c`, `awk`, `jq`), file metadata. ONE command or `|`
-pipeline, never a shell script: `;`, `&&`, `||`, `&`, redirections, `$VAR`, `$(...)`, backticks, `~` and
-`{a,b}` are refused. Quotes work as in bash; globs are expanded for you. Only
+`git blame`), pipelines over text (`sort | uniq -c`, `awk`, `jq`), file metadata. Commands, `|` pipelines
+and lists joined by `&&`, `||`, `;` (`cd DIR` in a list moves the rest), never a shell script: `&`, `( )`,
+`$VAR`, `$(...)`, backticks, `~`, `{a,b}` and redirections other than to /dev/null or `2>&1` are refused.
+Quotes work as in bash; globs are expanded for you. Only
 allowlisted programs with allowlisted options run (read repo-sandbox://policy): cat head tail wc ls find grep
 rg sed awk sort uniq cut tr nl tac column diff tree file stat du jq echo printf basename dirname realpath pwd
-and the read-only git sub-commands. Long options must be spelled out in full. Only a throwaway /tmp is
-writable. A non-zero exit code is a normal result. Output is capped (head and tail kept, marked where cut).
+base64 md5sum sha1sum sha256sum sha512sum xxd od hexdump comm paste join expand fold fmt rev seq sleep which
+date numfmt printenv test [ expr and the read-only git sub-commands. Long options must be spelled out in full.
+Only a throwaway /tmp is writable. A non-zero exit code is a normal result. Output is capped (head and tail
+kept, marked where cut).
 
 Example: {"command": "git log --oneline -10 -- src/server.py"}
 Common mistake: using grep or find here to search code; use search_text and search_files (faster, paged,
-respect .gitignore). Another: `cd dir && cmd`; pass "cwd": "dir" instead.
+respect .gitignore).
 """
 
 
@@ -35,8 +38,9 @@ class ExecuteBashArgs(ToolArgs):
         Field(
             min_length=1,
             max_length=65536,
-            description="One command or a '|' pipeline of allowlisted programs, quoted like bash.",
-            examples=["git diff HEAD~1 --stat"],
+            description="Commands of allowlisted programs, quoted like bash: a '|' pipeline, or a list joined by "
+            "'&&', '||' or ';'.",
+            examples=["git diff HEAD~1 --stat", "grep -rn TODO src 2>/dev/null | head -20", "cd src && ls"],
         ),
     ]
     timeout: Annotated[
@@ -52,14 +56,26 @@ class ExecuteBashArgs(ToolArgs):
     ] = "."
 
 
+class StepResult(ResultModel):
+    command: str = Field(description="The element of the list, as written.")
+    exit_code: int | None = Field(description="Its exit status; null when `&&` / `||` skipped it.")
+
+
 class ExecuteBashResult(ResultModel):
-    exit_code: int = Field(description="Exit status of the last command of the pipeline (128+N: killed by signal N).")
+    exit_code: int = Field(
+        description="Exit status of the command line, as bash's: the last pipeline that ran, of its last command "
+        "(128+N: killed by signal N)."
+    )
     stdout: str = Field(description="Standard output of the last command (head and tail kept when cut).")
     stderr: str = Field(description="Standard error of all commands.")
     stdout_truncated: bool = Field(description="True when stdout was cut (a marker shows where).")
     stderr_truncated: bool = Field(description="True when stderr was cut.")
     duration_ms: float = Field(description="Wall time of the run, in milliseconds.")
     sandbox: str = Field(description="The OS isolation used: bwrap, landlock or none (unsandboxed).")
+    steps: list[StepResult] | None = Field(
+        default=None,
+        description="For a list (`a && b`, `a || b`, `a; b`): each element's exit status in order; null otherwise.",
+    )
     redactions: int | None = Field(
         default=None, description="Secrets masked in this result (null when output masking is off)."
     )
@@ -82,4 +98,7 @@ async def execute_bash(ws: Workspace, args: ExecuteBashArgs, context: Any) -> Ex
         stderr_truncated=outcome.stderr_truncated,
         duration_ms=outcome.duration_ms,
         sandbox=outcome.sandbox,
+        steps=None
+        if outcome.steps is None
+        else [StepResult(command=s.command, exit_code=s.exit_code) for s in outcome.steps],
     )

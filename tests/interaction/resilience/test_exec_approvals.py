@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 EXEC: dict[str, Any] = {"ask": ["wc"], "allow": [name for name in DEFAULT_ALLOW if name != "wc"]}
 """`wc` moved from exec.allow to exec.ask; `wc -l README.md` prints '3 README.md' on the sample repository."""
-SLEEP: dict[str, Any] = {"allow": [*DEFAULT_ALLOW, "sleep"], "rules": {"sleep": {"operands": "strings"}}}
+SLEEP: dict[str, Any] = {"allow": [*DEFAULT_ALLOW]}  # sleep is a built-in rule
 """An operator rule for sleep(1), to spend exec time."""
 
 COMMAND = {"command": "wc -l README.md"}
