@@ -14,17 +14,17 @@ from repo_sandbox.workspace import Workspace
 DESCRIPTION = """Run a read-only command line in the repository, inside a sandbox; prints its stdout, then
 `[stderr]` and its stderr when there is any, then `[exit code N]`.
 
-Use it for what the other tools cannot do: git history and diffs (`git log`, `git diff`, `git show`,
+For what the other tools cannot do: git history and diffs (`git log`, `git diff`, `git show`,
 `git blame`), pipelines over text (`sort | uniq -c`, `awk`, `jq`), file metadata. Commands, `|` pipelines
-and lists joined by `&&`, `||`, `;` (`cd DIR` in a list moves the rest), never a shell script: `&`, `( )`,
+and lists joined by `&&`, `||`, `;` (`cd DIR` in a list moves the rest), no shell script: `&`, `( )`,
 `$VAR`, `$(...)`, backticks, `~`, `{a,b}` and redirections other than to /dev/null or `2>&1` are refused.
-Quotes work as in bash; globs are expanded for you. Only
-allowlisted programs with allowlisted options run (read repo-sandbox://policy): cat head tail wc ls find grep
+Quotes work as in bash; globs are expanded for you.
+Only allowlisted programs and options run (repo-sandbox://policy): cat head tail wc ls find grep
 rg sed awk sort uniq cut tr nl tac column diff tree file stat du jq echo printf basename dirname realpath pwd
 base64 md5sum sha1sum sha256sum sha512sum xxd od hexdump comm paste join expand fold fmt rev seq sleep which
-date numfmt printenv test [ expr and the read-only git sub-commands. Long options must be spelled out in full.
+date numfmt printenv test [ expr and the read-only git sub-commands. Spell long options in full.
 Only a throwaway /tmp is writable. A non-zero exit code is a normal result. Output is capped (head and tail
-kept, marked where cut).
+kept).
 
 Example: {"command": "git log --oneline -10 -- src/server.py"}
 Common mistake: using grep or find here to search code; use search_text and search_files (faster, paged,
@@ -38,16 +38,15 @@ class ExecuteBashArgs(ToolArgs):
         Field(
             min_length=1,
             max_length=65536,
-            description="Commands of allowlisted programs, quoted like bash: a '|' pipeline, or a list joined by "
-            "'&&', '||' or ';'.",
-            examples=["git diff HEAD~1 --stat", "grep -rn TODO src 2>/dev/null | head -20", "cd src && ls"],
+            description="Allowlisted commands quoted like bash: a '|' pipeline or a '&&' / '||' / ';' list.",
+            examples=["git diff HEAD~1 --stat", "cd src && ls"],
         ),
     ]
     timeout: Annotated[
         float | None,
         Field(
             gt=0,
-            description="Seconds before the command is killed (default 30; the server caps it, e.g. 120).",
+            description="Seconds before the command is killed (default 30; capped by the server).",
             examples=[60],
         ),
     ] = None
