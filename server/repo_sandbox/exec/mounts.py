@@ -2,15 +2,21 @@
 
 A denied file never appears in any result, not even as a name (DESIGN.md §3). Mounting over an entry hides
 its content but not its name, so:
-- **bwrap**: every directory that directly holds an invisible entry is *rebuilt*: a tmpfs over it (with the
-  directory's mode), then each visible entry put back (a read-only bind of a file or directory, a symlink
-  re-created with the same target), then the tmpfs is made read-only. A visible child directory is bound
+- **bwrap**: the repository shows at `SANDBOX_ROOT`, not at its host path. Every directory that directly holds
+  an invisible entry is *rebuilt*: a tmpfs over it (with the directory's mode), then each visible entry put
+  back (a read-only bind of a file or directory, a symlink re-created with the same target), then the tmpfs is
+  made read-only. A visible child directory is bound
   whole, unless it holds invisible entries deeper down: then the directories below it on the way to them are
   handled the same way. Only those directories cost mounts (one bind per visible sibling of a denied entry,
   about 0.2 ms each here); the rest of the tree comes with the bind of the nearest clean ancestor. Masked
   entries (FIFOs, devices, hard links) outside rebuilt directories get an empty file mounted over them;
   inside rebuilt directories they are simply not put back. git stages see the real `.git` at `GIT_MOUNT`,
   outside the repository, with `GIT_DIR` pointing there: the root stays without a `.git` entry for them too.
+  Every repository bind is a `Bind`, not a name: right before bubblewrap starts, `open_binds` opens each entry
+  beneath the root with `O_PATH | O_NOFOLLOW` and no symlink on the way, checks that it is still the kind the
+  plan saw, and hands bubblewrap the descriptor (`--ro-bind-fd`). An entry swapped for a symlink after the
+  plan is left out (it vanished, as far as the sandbox is concerned); one swapped after the open is not seen,
+  since the descriptor holds the inode that was checked.
 - **landlock** cannot hide a name, so it refuses to list instead: `READ_DIR` is never granted on a directory
   on the way to an invisible entry (Landlock rules apply to everything beneath a directory, so a directory
   can only be listable when nothing invisible lies anywhere under it). Listing such a directory fails with
@@ -23,15 +29,41 @@ inotify watch reports a change (a new view).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
 from typing import Final
 
-from repo_sandbox.exec.view import RepoView
+from repo_sandbox.errors import SandboxFailedError
+from repo_sandbox.exec.view import EntryKind, RepoView
+from repo_sandbox.policy import _beneath
 
+SANDBOX_ROOT: Final = "/workspace"
+"""Where bwrap shows the repository: a neutral path, so nothing a program prints names the host's."""
+SANDBOX_HOSTNAME: Final = "sandbox"
+"""The host name a bwrap stage sees (its own UTS namespace)."""
 GIT_MOUNT: Final = "/run/repo-sandbox-git"
 """Where bwrap shows a git stage the repository's `.git` directory (outside the root, so no name shows)."""
+FD_PLACEHOLDER: Final = "-1"
+"""The descriptor argument of a `--ro-bind-fd` until `open_binds` fills it in."""
+_GONE: Final = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV, errno.EACCES, errno.EPERM})
+"""Errors that mean the entry is no longer what the plan saw (the bind is left out)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    """A read-only bind of the repository entry `rel` (as planned: a `kind`) at `dest` in the sandbox."""
+
+    rel: str
+    kind: EntryKind
+    dest: str
+
+
+PlanArg = str | Bind
+"""A bwrap argument, or a bind whose source descriptor is opened at spawn time."""
 
 LandlockRule = tuple[str, str, bool]
 """(host path, access name of the launcher, follow symlinks)."""
@@ -75,27 +107,26 @@ class _BwrapPlan:
         self.below: dict[str, list[str]] = {}
         for rel in sorted(self.on_path - {"."}):
             self.below.setdefault(_parent(rel), []).append(rel)
-        self.args: list[str] = []
+        self.args: list[PlanArg] = []
         self.rebuilt: list[str] = []
 
     def host(self, rel: str) -> str:
         return self.root if rel == "." else f"{self.root}/{rel}"
 
     def rebuild(self, rel: str) -> None:
-        host = self.host(rel)
-        self.args += ["--perms", _mode(host), "--tmpfs", host]
+        dest = sandbox_path(rel)
+        self.args += ["--perms", _mode(self.host(rel)), "--tmpfs", dest]
         for entry in self.view.listings.get(rel, ()):
             child = _join(rel, entry.name)
-            host_child = f"{host}/{entry.name}"
             if entry.kind == "symlink":
-                self.args += ["--symlink", entry.target, host_child]
+                self.args += ["--symlink", entry.target, sandbox_path(child)]
             elif child in self.dirty:
                 self.rebuild(child)
             else:
-                self.args += ["--ro-bind-try", host_child, host_child]
+                self.args.append(Bind(child, entry.kind, sandbox_path(child)))
                 if child in self.on_path:
                     self.descend(child)
-        self.rebuilt.append(host)
+        self.rebuilt.append(dest)
 
     def descend(self, rel: str) -> None:
         """`rel` is bound whole; rebuild what lies below it on the way to invisible entries."""
@@ -105,28 +136,94 @@ class _BwrapPlan:
             else:
                 self.descend(child)
 
-    def build(self, empty_file: str, empty_dir: str) -> list[str]:
+    def build(self, empty_file: str, empty_dir: str) -> list[PlanArg]:
         if "." in self.dirty:
             self.rebuild(".")
         else:
-            self.args += ["--ro-bind", self.root, self.root]
+            self.args.append(Bind(".", "dir", SANDBOX_ROOT))
             self.descend(".")
-        for host in self.rebuilt:
-            self.args += ["--remount-ro", host]
+        for dest in self.rebuilt:
+            self.args += ["--remount-ro", dest]
         for rel, kind in sorted(self.view.masked.items()):
             if kind != "symlink" and _parent(rel) not in self.dirty:
-                self.args += ["--ro-bind", empty_dir if kind == "dir" else empty_file, self.host(rel)]
+                self.args += ["--ro-bind", empty_dir if kind == "dir" else empty_file, sandbox_path(rel)]
         return self.args
 
 
-def bwrap_view_args(view: RepoView, empty_file: str, empty_dir: str) -> list[str]:
+def sandbox_path(rel: str) -> str:
+    """Where bwrap shows the repository entry `rel` (root-relative, '.' for the root)."""
+    return SANDBOX_ROOT if rel == "." else f"{SANDBOX_ROOT}/{rel}"
+
+
+def bwrap_view_args(view: RepoView, empty_file: str, empty_dir: str) -> list[PlanArg]:
     """bwrap arguments showing the repository read-only without any invisible name (see the module doc)."""
     key = f"bwrap:{empty_file}:{empty_dir}"
-    args: list[str] | None = view.cache.get(key)
+    args: list[PlanArg] | None = view.cache.get(key)
     if args is None:
         args = _BwrapPlan(view).build(empty_file, empty_dir)
         view.cache[key] = args
     return args
+
+
+@cache
+def _openat2_works(root: str) -> bool:
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return _beneath.probe_openat2(fd)
+    finally:
+        os.close(fd)
+
+
+def _open_bind(root_fd: int, bind: Bind, openat2: bool) -> int | None:
+    """The checked source of `bind`, or None when the entry is gone or no longer the kind planned."""
+    try:
+        fd = _beneath.open_node_without_links(root_fd, bind.rel, openat2=openat2)
+    except OSError as exc:
+        if exc.errno in _GONE:
+            return None
+        raise SandboxFailedError(
+            "Could not prepare the sandbox's view of the repository.", reason=os.strerror(exc.errno or 0)
+        ) from None
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode) if bind.kind == "dir" else stat.S_ISREG(mode):
+        return fd
+    os.close(fd)
+    return None
+
+
+def open_binds(root: str, argv: Sequence[str], binds: Sequence[tuple[int, Bind]]) -> tuple[list[str], list[int]]:
+    """`argv` with the descriptor of every bind filled in (at each bind's index), and those descriptors (the
+    caller passes them to bubblewrap and closes them). A bind whose entry changed is left out.
+
+    Raises: SandboxFailedError when the repository cannot be opened (e.g. out of descriptors).
+    """
+    if not binds:
+        return list(argv), []
+    filled = list(argv)
+    left_out: set[int] = set()
+    fds: list[int] = []
+    try:
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SandboxFailedError(
+            "Could not open the repository for the sandbox.", reason=os.strerror(exc.errno or 0)
+        ) from None
+    try:
+        openat2 = _openat2_works(root)
+        for index, bind in binds:
+            fd = _open_bind(root_fd, bind, openat2)
+            if fd is None:
+                left_out.update((index - 1, index, index + 1))
+            else:
+                fds.append(fd)
+                filled[index] = str(fd)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    finally:
+        os.close(root_fd)
+    return [arg for index, arg in enumerate(filled) if index not in left_out], fds
 
 
 def landlock_view_rules(view: RepoView) -> list[LandlockRule]:

@@ -72,6 +72,26 @@ async def _exited(process: subprocess.Popen[bytes]) -> None:
         os.close(pidfd)
 
 
+def _spawn(stage: StageCommand, stdin: int | None, stdout: int, stderr: int) -> subprocess.Popen[bytes]:
+    """Start one stage; the sandbox's source descriptors (bwrap binds) are opened now and closed once it runs."""
+    argv, fds = stage.opened()
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=stage.cwd,
+            env=stage.env,
+            close_fds=True,
+            pass_fds=fds,
+            start_new_session=True,
+        )
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 class _Pipeline:
     def __init__(self, stdout_cap: int, stderr_cap: int, drain_limit: int, tag: str | None) -> None:
         self.tag = tag
@@ -94,18 +114,7 @@ class _Pipeline:
                 last = index == len(stages) - 1
                 read_end, write_end = (None, out_write) if last else os.pipe()
                 try:
-                    self.procs.append(
-                        subprocess.Popen(
-                            stage.argv,
-                            stdin=previous if previous is not None else subprocess.DEVNULL,
-                            stdout=write_end,
-                            stderr=err_write,
-                            cwd=stage.cwd,
-                            env=stage.env,
-                            close_fds=True,
-                            start_new_session=True,
-                        )
-                    )
+                    self.procs.append(_spawn(stage, previous, write_end, err_write))
                 finally:
                     if not last:
                         os.close(write_end)
