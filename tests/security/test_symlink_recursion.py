@@ -39,10 +39,10 @@ LINKS = {
     "passwd": "/etc/passwd",
     "mountinfo": "/proc/self/mountinfo",
     "cmdline": "/proc/1/cmdline",
-    "dotenv": "../.env",
     "outrel": "../../outside/secret.txt",
 }
-"""links/NAME -> target (plus links/outside and links/outdir, absolute links to the outside file and tree)."""
+"""links/NAME -> target (plus links/outside and links/outdir, absolute links to the outside file and tree).
+`links` holds no denied name, so that Landlock lets programs list it; `envlinks/dotenv` -> ../.env does."""
 
 ROWS: list[tuple[str, str]] = [
     # diff: recursion meets links; forced --no-dereference compares them as links
@@ -55,6 +55,7 @@ ROWS: list[tuple[str, str]] = [
     ("diff -r --no-dereference links other", RAN),
     ("diff --recursive --unified links other", RAN),
     ("diff -r . other", RAN),
+    ("diff -r envlinks other", RAN),
     ("diff links/passwd other/passwd", OUTSIDE_ROOT),
     ("diff --from-file=other links", RAN),
     ("diff --to-file=links/passwd other/passwd", OUTSIDE_ROOT),
@@ -99,6 +100,7 @@ ROWS: list[tuple[str, str]] = [
     ("grep -r root links", RAN),
     ("grep -r SECRET .", RAN),
     ("grep -ra . links", RAN),
+    ("grep -r KEY envlinks", RAN),
     ("grep root links/passwd", OUTSIDE_ROOT),
     # file, stat, realpath
     ("file -L links/passwd", OUTSIDE_ROOT),
@@ -163,12 +165,14 @@ def build(base: Path) -> Path:
         (root / "links" / name).symlink_to(target)
     (root / "links" / "outside").symlink_to(outside / "secret.txt")
     (root / "links" / "outdir").symlink_to(outside / "dir")
-    for name in (*LINKS, "outside", "outdir"):
+    (root / "envlinks").mkdir()
+    (root / "envlinks" / "dotenv").symlink_to("../.env")
+    for name in (*LINKS, "outside", "outdir", "dotenv"):
         (root / "other" / name).write_text("root inside\n")
     (root / "list0").write_bytes(b"links/passwd\0links/outside\0")
     git(root, "init", "-q", "-b", "main")
-    # links/dotenv stays out of history: its blob is the text '../.env', content rather than a denied entry
-    git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "add", "other", "list0", "links", ":!links/dotenv")
+    # envlinks/dotenv stays out of history: its blob is the text '../.env', content rather than a denied entry
+    git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "add", "other", "list0", "links")
     git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-m", "links")
     return root
 
