@@ -83,3 +83,35 @@ async def test_where_a_program_runs(
     else:  # landlock: in place, as documented
         expected = prints.replace("ROOT", str(repo)).replace("HOST", socket.gethostname())
         assert outcome.payload["stdout"] == expected, payload
+
+
+ABSOLUTE: list[tuple[str, str, str]] = [
+    # (command with ROOT for where programs see the repository, bwrap's result, Landlock's result)
+    ("cat ROOT/README.md", "ok", "ok"),
+    ("cat ROOT/src/../README.md", "ok", "ok"),
+    ("ls ROOT/src", "ok", "ok"),
+    ("ls ROOT/s*", "ok", "ok"),
+    ("diff ROOT/README.md README.md", "ok", "ok"),
+    ("git log --oneline -- ROOT/README.md", "ok", "ok"),
+    ("cat ROOT/.env", "path_denied", "path_denied"),
+    ("cat ROOT/../outside.txt", "path_outside_root", "path_outside_root"),
+    ("cat HOSTROOT/README.md", "path_outside_root", "ok"),  # bwrap: the host path is not where cat looks
+    ("cat /workspace/README.md", "ok", "path_outside_root"),  # Landlock: /workspace is a host path
+    ("ls /workspace/s*", "ok", "path_outside_root"),
+]
+
+
+@pytest.mark.parametrize(("command", "bwrap", "landlock"), ABSOLUTE, ids=[c for c, _, _ in ABSOLUTE])
+async def test_absolute_operands_are_read_where_the_program_sees_the_repository(
+    command: str, bwrap: str, landlock: str, backend_ws: tuple[str, Workspace], repo: Path
+) -> None:
+    backend, workspace = backend_ws
+    shown = "/workspace" if backend.startswith("bwrap") else str(repo)
+    text = command.replace("HOSTROOT", str(repo)).replace("ROOT", shown)
+    session = CallContext(session_id=uuid.uuid4().hex[:12])
+    with anyio.fail_after(60):
+        outcome = await build_pipeline(workspace).call("execute_bash", {"command": text}, session)
+    expected = bwrap if backend.startswith("bwrap") else landlock
+    assert (outcome.error_code or "ok") == expected, outcome.payload
+    if expected == "ok":
+        assert outcome.payload["exit_code"] == 0, outcome.payload

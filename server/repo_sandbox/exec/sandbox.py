@@ -37,6 +37,7 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
+from repo_sandbox.errors import SandboxFailedError
 from repo_sandbox.exec.mounts import (
     FD_PLACEHOLDER,
     GIT_MOUNT,
@@ -50,7 +51,6 @@ from repo_sandbox.exec.mounts import (
     open_binds,
     sandbox_path,
 )
-from repo_sandbox.errors import SandboxFailedError
 from repo_sandbox.exec.view import RepoView
 
 logger = logging.getLogger("repo_sandbox")

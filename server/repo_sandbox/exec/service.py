@@ -39,6 +39,7 @@ from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
 from repo_sandbox.exec.gitobjects import verify_objects
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
+from repo_sandbox.exec.mounts import SANDBOX_ROOT
 from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, stderr_cap, stdout_cap
 from repo_sandbox.exec.parse import parse_command
 from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
@@ -147,13 +148,14 @@ class ExecService:
         jail = self.workspace.jail
         fd, cwd_rel = jail.open_dir(cwd, field="cwd")
         os.close(fd)
-        expander = GlobExpander(jail, cwd_rel)
+        shown_root = SANDBOX_ROOT if self.sandbox.backend in (Backend.BWRAP, Backend.BWRAP_NOPROC) else None
+        expander = GlobExpander(jail, cwd_rel, shown_root)
         stages: list[tuple[str, list[str]]] = []
         for stage in pipeline.stages:
             args = [text for word in stage.args for text in expander.expand(word)]
             check_argv_size(args)
             stages.append((stage.program, args))
-        return self.policy.evaluate(stages, JailPaths(jail, cwd_rel)), cwd_rel
+        return self.policy.evaluate(stages, JailPaths(jail, cwd_rel, shown_root)), cwd_rel
 
     def _limits(self, timeout_s: float) -> Limits:
         mib = 1024 * 1024
