@@ -213,6 +213,7 @@ async def run_pipeline(
 
     Raises:
         OSError: a stage could not be started (the stages started before it are stopped first).
+        SandboxFailedError: the sandbox's view of the repository could not be opened (the same).
     """
     started = time.perf_counter()
     pipeline = _Pipeline(stdout_cap, stderr_cap, drain_limit, tag)
