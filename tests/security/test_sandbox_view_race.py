@@ -170,3 +170,30 @@ async def test_a_flipper_never_gets_the_sandbox_to_follow_a_swapped_symlink(
 
 def test_the_race_covers_both_bwrap_backends() -> None:
     assert BWRAP_BACKENDS, "bubblewrap does not work here: the race rows would test nothing"
+
+
+FD_PROGRAM = """import os
+open_fds = []
+for fd in range(3, 4096):
+    try:
+        os.fstat(fd)
+    except OSError:
+        continue
+    open_fds.append((fd, os.readlink(f"/proc/self/fd/{fd}") if os.path.isdir("/proc/self/fd") else "?"))
+print("open", open_fds)"""
+FD_PROBE = f"python3 -c '{FD_PROGRAM}'"
+"""Prints every descriptor above 2 the program holds (with what it names, where /proc shows it)."""
+
+
+@pytest.mark.parametrize("backend", os_backends())
+async def test_no_bind_descriptor_reaches_the_program(
+    backend: str, tmp_path: Path, make_workspace: Callable[..., Workspace]
+) -> None:
+    """The descriptors handed to bubblewrap name host inodes; a program holding one could walk up from it
+    (`openat(fd, "..")`) out of the sandbox. bubblewrap must have closed every one before the program starts."""
+    root = build(tmp_path)
+    rules = {"python3": {"any_arguments": True}}
+    workspace = make_workspace(root, exec={"sandbox": backend, "allow": ["python3"], "rules": rules})
+    kind, payload = await call(workspace, FD_PROBE)
+    assert kind == "ok", payload
+    assert json.loads(payload)["stdout"] == "open []\n", payload
