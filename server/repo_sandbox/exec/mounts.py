@@ -12,7 +12,7 @@ its content but not its name, so:
   entries (FIFOs, devices, hard links) outside rebuilt directories get an empty file mounted over them;
   inside rebuilt directories they are simply not put back. git stages see the real `.git` at `GIT_MOUNT`,
   outside the repository, with `GIT_DIR` pointing there: the root stays without a `.git` entry for them too.
-  Every repository bind is a `Bind`, not a name: right before bubblewrap starts, `open_binds` opens each entry
+  Every repository bind is a `Bind`, not a name: right before bubblewrap starts, `exec.binds` opens each entry
   beneath the root with `O_PATH | O_NOFOLLOW` and no symlink on the way, checks that it is still the kind the
   plan saw, and hands bubblewrap the descriptor (`--ro-bind-fd`). An entry swapped for a symlink after the
   plan is left out (it vanished, as far as the sandbox is concerned); one swapped after the open is not seen,
@@ -29,42 +29,16 @@ inotify watch reports a change (a new view).
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from functools import cache
+from collections.abc import Iterable
 from typing import Final
 
-from repo_sandbox.errors import SandboxFailedError
-from repo_sandbox.exec.view import EntryKind, RepoView
-from repo_sandbox.policy import _beneath
+from repo_sandbox.exec.binds import SANDBOX_ROOT, Bind, PlanArg, sandbox_path
+from repo_sandbox.exec.view import RepoView
 
-SANDBOX_ROOT: Final = "/workspace"
-"""Where bwrap shows the repository: a neutral path, so nothing a program prints names the host's."""
-SANDBOX_HOSTNAME: Final = "sandbox"
-"""The host name a bwrap stage sees (its own UTS namespace)."""
 GIT_MOUNT: Final = "/run/repo-sandbox-git"
 """Where bwrap shows a git stage the repository's `.git` directory (outside the root, so no name shows)."""
-FD_PLACEHOLDER: Final = "-1"
-"""The descriptor argument of a `--ro-bind-fd` until `open_binds` fills it in."""
-_GONE: Final = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EXDEV, errno.EACCES, errno.EPERM})
-"""Errors that mean the entry is no longer what the plan saw (the bind is left out)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Bind:
-    """A read-only bind of the repository entry `rel` (as planned: a `kind`) at `dest` in the sandbox."""
-
-    rel: str
-    kind: EntryKind
-    dest: str
-
-
-PlanArg = str | Bind
-"""A bwrap argument, or a bind whose source descriptor is opened at spawn time."""
-
 LandlockRule = tuple[str, str, bool]
 """(host path, access name of the launcher, follow symlinks)."""
 
@@ -150,11 +124,6 @@ class _BwrapPlan:
         return self.args
 
 
-def sandbox_path(rel: str) -> str:
-    """Where bwrap shows the repository entry `rel` (root-relative, '.' for the root)."""
-    return SANDBOX_ROOT if rel == "." else f"{SANDBOX_ROOT}/{rel}"
-
-
 def bwrap_view_args(view: RepoView, empty_file: str, empty_dir: str) -> list[PlanArg]:
     """bwrap arguments showing the repository read-only without any invisible name (see the module doc)."""
     key = f"bwrap:{empty_file}:{empty_dir}"
@@ -163,67 +132,6 @@ def bwrap_view_args(view: RepoView, empty_file: str, empty_dir: str) -> list[Pla
         args = _BwrapPlan(view).build(empty_file, empty_dir)
         view.cache[key] = args
     return args
-
-
-@cache
-def _openat2_works(root: str) -> bool:
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        return _beneath.probe_openat2(fd)
-    finally:
-        os.close(fd)
-
-
-def _open_bind(root_fd: int, bind: Bind, openat2: bool) -> int | None:
-    """The checked source of `bind`, or None when the entry is gone or no longer the kind planned."""
-    try:
-        fd = _beneath.open_node_without_links(root_fd, bind.rel, openat2=openat2)
-    except OSError as exc:
-        if exc.errno in _GONE:
-            return None
-        raise SandboxFailedError(
-            "Could not prepare the sandbox's view of the repository.", reason=os.strerror(exc.errno or 0)
-        ) from None
-    mode = os.fstat(fd).st_mode
-    if stat.S_ISDIR(mode) if bind.kind == "dir" else stat.S_ISREG(mode):
-        return fd
-    os.close(fd)
-    return None
-
-
-def open_binds(root: str, argv: Sequence[str], binds: Sequence[tuple[int, Bind]]) -> tuple[list[str], list[int]]:
-    """`argv` with the descriptor of every bind filled in (at each bind's index), and those descriptors (the
-    caller passes them to bubblewrap and closes them). A bind whose entry changed is left out.
-
-    Raises: SandboxFailedError when the repository cannot be opened (e.g. out of descriptors).
-    """
-    if not binds:
-        return list(argv), []
-    filled = list(argv)
-    left_out: set[int] = set()
-    fds: list[int] = []
-    try:
-        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise SandboxFailedError(
-            "Could not open the repository for the sandbox.", reason=os.strerror(exc.errno or 0)
-        ) from None
-    try:
-        openat2 = _openat2_works(root)
-        for index, bind in binds:
-            fd = _open_bind(root_fd, bind, openat2)
-            if fd is None:
-                left_out.update((index - 1, index, index + 1))
-            else:
-                fds.append(fd)
-                filled[index] = str(fd)
-    except BaseException:
-        for fd in fds:
-            os.close(fd)
-        raise
-    finally:
-        os.close(root_fd)
-    return [arg for index, arg in enumerate(filled) if index not in left_out], fds
 
 
 def landlock_view_rules(view: RepoView) -> list[LandlockRule]:

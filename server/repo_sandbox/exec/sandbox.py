@@ -38,19 +38,8 @@ from pathlib import Path
 from typing import Final
 
 from repo_sandbox.errors import SandboxFailedError
-from repo_sandbox.exec.mounts import (
-    FD_PLACEHOLDER,
-    GIT_MOUNT,
-    SANDBOX_HOSTNAME,
-    SANDBOX_ROOT,
-    Bind,
-    LandlockRule,
-    PlanArg,
-    bwrap_view_args,
-    landlock_view_rules,
-    open_binds,
-    sandbox_path,
-)
+from repo_sandbox.exec.binds import SANDBOX_HOSTNAME, SANDBOX_ROOT, Bind, PlanArg, flatten, open_binds, to_sandbox
+from repo_sandbox.exec.mounts import GIT_MOUNT, LandlockRule, bwrap_view_args, landlock_view_rules
 from repo_sandbox.exec.view import RepoView
 
 logger = logging.getLogger("repo_sandbox")
@@ -169,15 +158,6 @@ def mask_sources(tmp: str) -> tuple[str, str]:
     return empty_file, empty_dir
 
 
-def to_sandbox(path: str, root: str) -> str:
-    """A host path at or under `root` as bwrap shows it (under `SANDBOX_ROOT`); any other path unchanged."""
-    if path == root:
-        return SANDBOX_ROOT
-    if path.startswith(root.rstrip("/") + "/"):
-        return sandbox_path(path[len(root.rstrip("/")) + 1 :])
-    return path
-
-
 def bwrap_prefix(
     view: RepoView, cwd: str, tmp: str, *, with_proc: bool, network: bool, git_dir: str | None = None
 ) -> tuple[list[str], tuple[tuple[int, Bind], ...]]:
@@ -197,15 +177,7 @@ def bwrap_prefix(
         else:
             plan += ["--ro-bind", git_dir, GIT_MOUNT]
     plan += ["--chdir", to_sandbox(cwd, view.root), "--"]
-    args: list[str] = []
-    binds: list[tuple[int, Bind]] = []
-    for item in plan:
-        if isinstance(item, Bind):
-            binds.append((len(args) + 1, item))
-            args += ["--ro-bind-fd", FD_PLACEHOLDER, item.dest]
-        else:
-            args.append(item)
-    return args, tuple(binds)
+    return flatten(plan)
 
 
 def prlimit_prefix(limits: Limits) -> list[str]:

@@ -34,12 +34,12 @@ from repo_sandbox.errors import (
     SandboxFailedError,
 )
 from repo_sandbox.exec.approval import obtain_approval
+from repo_sandbox.exec.binds import SANDBOX_ROOT
 from repo_sandbox.exec.gitblame import RenameSources
 from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
 from repo_sandbox.exec.gitobjects import verify_objects
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
-from repo_sandbox.exec.mounts import SANDBOX_ROOT
 from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, stderr_cap, stdout_cap
 from repo_sandbox.exec.parse import parse_command
 from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
