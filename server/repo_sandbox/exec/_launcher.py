@@ -136,6 +136,26 @@ def landlock_abi():
     return sys_call(SYS_LANDLOCK[0], 0, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
 
 
+def open_without_links(path):
+    """An O_PATH descriptor of the absolute `path`, walked from / without following any symlink: a repository
+    entry swapped for a symlink (or under one) after the plan is granted nothing, not what the link names."""
+    fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        parts = [part for part in path.split("/") if part]
+        for index, part in enumerate(parts):
+            if part == "..":
+                raise OSError(18, "not a plain path")  # EXDEV
+            child = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            if index < len(parts) - 1 and not stat.S_ISDIR(os.fstat(fd).st_mode):
+                raise OSError(20, "not a directory")  # ENOTDIR: a symlink on the way
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def apply_landlock(rules, network):
     abi = landlock_abi()
     if abi < 1:
@@ -158,7 +178,7 @@ def apply_landlock(rules, network):
         fail(f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
     for path, kind, follow in rules:
         try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC) if follow else open_without_links(path)
             mode = os.fstat(fd).st_mode
         except OSError:
             continue

@@ -119,9 +119,11 @@ def _split_components(word: Word) -> list[list[Segment]]:
 class GlobExpander:
     """Expands the words of one command; the caps apply to the command as a whole."""
 
-    def __init__(self, jail: Jail, cwd: str) -> None:
+    def __init__(self, jail: Jail, cwd: str, shown_root: str | None = None) -> None:
         self.jail = jail
         self.cwd = cwd
+        self.shown_root = (shown_root or jail.root).rstrip("/")
+        """Where programs see the repository: absolute patterns start there and expand to paths under it."""
         self.scanned = 0
         self.matched = 0
 
@@ -134,7 +136,7 @@ class GlobExpander:
         if word.text.startswith("/"):
             root_parts = self._root_parts(word.text)
             components = components[1 + root_parts :]
-            states = [(self.jail.root.rstrip("/") + "/", ".")]
+            states = [(self.shown_root + "/", ".")]
         trailing_slash = len(components) > 1 and not components[-1]
         if trailing_slash:
             components = components[:-1]
@@ -166,7 +168,7 @@ class GlobExpander:
 
     def _root_parts(self, text: str) -> int:
         """How many leading components of an absolute pattern are the root itself; refuses any other start."""
-        root = self.jail.root.rstrip("/")
+        root = self.shown_root
         if not text.startswith(root + "/"):
             raise PathOutsideRootError(
                 f"The pattern '{text}' is outside the repository root.", path=text, field="command"

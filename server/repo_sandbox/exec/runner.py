@@ -73,6 +73,26 @@ async def _exited(process: subprocess.Popen[bytes]) -> None:
         os.close(pidfd)
 
 
+def _spawn(stage: StageCommand, stdin: int | None, stdout: int, stderr: int) -> subprocess.Popen[bytes]:
+    """Start one stage; the sandbox's source descriptors (bwrap binds) are opened now and closed once it runs."""
+    argv, fds = stage.opened()
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=stage.cwd,
+            env=stage.env,
+            close_fds=True,
+            pass_fds=fds,
+            start_new_session=True,
+        )
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 class _Pipeline:
     def __init__(self, stdout_cap: int, stderr_cap: int, drain_limit: int, tag: str | None) -> None:
         self.tag = tag
@@ -98,18 +118,7 @@ class _Pipeline:
                 targets = {"out": write_end, "err": err_write, "null": devnull}
                 stdout, stderr = streams[index] if index < len(streams) else ("out", "err")
                 try:
-                    self.procs.append(
-                        subprocess.Popen(
-                            stage.argv,
-                            stdin=previous if previous is not None else subprocess.DEVNULL,
-                            stdout=targets[stdout],
-                            stderr=targets[stderr],
-                            cwd=stage.cwd,
-                            env=stage.env,
-                            close_fds=True,
-                            start_new_session=True,
-                        )
-                    )
+                    self.procs.append(_spawn(stage, previous, targets[stdout], targets[stderr]))
                 finally:
                     if not last:
                         os.close(write_end)
@@ -213,6 +222,7 @@ async def run_pipeline(
 
     Raises:
         OSError: a stage could not be started (the stages started before it are stopped first).
+        SandboxFailedError: the sandbox's view of the repository could not be opened (the same).
     """
     started = time.perf_counter()
     pipeline = _Pipeline(stdout_cap, stderr_cap, drain_limit, tag)

@@ -2,9 +2,11 @@
 
 Backends, in the order `auto` tries them (each probe runs the real jail shape on `true`):
 - `bwrap`: bubblewrap, deny by default. Only /usr (and the /bin, /lib* links), a few /etc files, a fresh
-  /dev and /proc, a private tmpfs /tmp (also $HOME), and the repository read-only without the names of
-  denied entries (`exec.mounts`: the directories holding them are rebuilt) and with special files masked by
-  an empty file; all namespaces unshared (no network unless `exec.network`), new pid namespace,
+  /dev and /proc, a private tmpfs /tmp (also $HOME), and the repository read-only at `/workspace` (not its
+  host path; the host name is `sandbox`) without the names of denied entries (`exec.mounts`: the
+  directories holding them are rebuilt, each entry bound from a descriptor opened beneath the root) and with
+  special files masked by an empty file; all namespaces unshared (no network unless `exec.network`), new pid
+  namespace,
   `--die-with-parent`, `--new-session`, no capabilities. When the stage's first process exits, the pid
   namespace dies and the kernel kills everything left in it, daemons included.
 - `bwrap-noproc`: the same without /proc, for containers that refuse to mount it ("Mount too revealing").
@@ -35,6 +37,8 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
+from repo_sandbox.errors import SandboxFailedError
+from repo_sandbox.exec.binds import SANDBOX_HOSTNAME, SANDBOX_ROOT, Bind, PlanArg, flatten, open_binds, to_sandbox
 from repo_sandbox.exec.mounts import GIT_MOUNT, LandlockRule, bwrap_view_args, landlock_view_rules
 from repo_sandbox.exec.view import RepoView
 
@@ -97,11 +101,23 @@ class SandboxInfo:
 
 @dataclass(slots=True)
 class StageCommand:
-    """How to start one stage: argv, environment and the host directory to start in."""
+    """How to start one stage: argv, environment and the host directory to start in.
+
+    `binds`: (index in argv, bind) of every `--ro-bind-fd` whose descriptor `opened` fills in beneath `root`.
+    """
 
     argv: list[str]
     env: dict[str, str]
     cwd: str
+    root: str = ""
+    binds: tuple[tuple[int, Bind], ...] = ()
+
+    def opened(self) -> tuple[list[str], list[int]]:
+        """The argv to start, and the descriptors to pass to it (the caller closes them once it started).
+
+        Raises: SandboxFailedError when the repository cannot be opened.
+        """
+        return open_binds(self.root, self.argv, self.binds)
 
 
 @cache
@@ -144,19 +160,24 @@ def mask_sources(tmp: str) -> tuple[str, str]:
 
 def bwrap_prefix(
     view: RepoView, cwd: str, tmp: str, *, with_proc: bool, network: bool, git_dir: str | None = None
-) -> list[str]:
-    """`git_dir`: the host `.git` directory to show at `GIT_MOUNT` (git stages)."""
-    args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+) -> tuple[list[str], tuple[tuple[int, Bind], ...]]:
+    """The bwrap argv up to `--`, and its binds (see `StageCommand.binds`). `cwd` is a host path in the
+    repository; `git_dir`: the host `.git` directory to show at `GIT_MOUNT` (git stages)."""
+    plan: list[PlanArg] = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    plan += ["--hostname", SANDBOX_HOSTNAME]
     if network:
-        args.append("--share-net")
-    args += _system_mounts(ETC_FILES if git_dir is None else GIT_ETC_FILES)
+        plan.append("--share-net")
+    plan += _system_mounts(ETC_FILES if git_dir is None else GIT_ETC_FILES)
     if with_proc:
-        args += ["--proc", "/proc"]
-    args += ["--dev", "/dev", "--tmpfs", "/tmp", *bwrap_view_args(view, *mask_sources(tmp))]
+        plan += ["--proc", "/proc"]
+    plan += ["--dev", "/dev", "--tmpfs", "/tmp", *bwrap_view_args(view, *mask_sources(tmp))]
     if git_dir is not None:
-        args += ["--ro-bind", git_dir, GIT_MOUNT]
-    args += ["--chdir", cwd, "--"]
-    return args
+        if git_dir == os.path.join(view.root, ".git"):
+            plan.append(Bind(".git", "dir", GIT_MOUNT))
+        else:
+            plan += ["--ro-bind", git_dir, GIT_MOUNT]
+    plan += ["--chdir", to_sandbox(cwd, view.root), "--"]
+    return flatten(plan)
 
 
 def prlimit_prefix(limits: Limits) -> list[str]:
@@ -231,10 +252,16 @@ def stage_command(
         return None
     git_dir = env.get("GIT_DIR") if git else None
     if backend in (Backend.BWRAP, Backend.BWRAP_NOPROC):
-        prefix = bwrap_prefix(view, cwd, tmp, with_proc=backend is Backend.BWRAP, network=network, git_dir=git_dir)
+        prefix, binds = bwrap_prefix(
+            view, cwd, tmp, with_proc=backend is Backend.BWRAP, network=network, git_dir=git_dir
+        )
         argv = [*prefix, *prlimit_prefix(limits), binary, *args]
-        extra = {"GIT_DIR": GIT_MOUNT} if git_dir is not None else {}
-        return StageCommand(argv, {**env, **extra, "HOME": "/tmp", "TMPDIR": "/tmp"}, cwd)
+        inside = {name: to_sandbox(value, view.root) for name, value in env.items()}
+        if git_dir is not None:
+            inside["GIT_DIR"] = GIT_MOUNT
+        if "GIT_CEILING_DIRECTORIES" in inside:
+            inside["GIT_CEILING_DIRECTORIES"] = os.path.dirname(SANDBOX_ROOT)
+        return StageCommand(argv, {**inside, "HOME": "/tmp", "TMPDIR": "/tmp"}, cwd, view.root, binds)
     if git_dir is not None:
         view = view.for_git()
     argv = launcher_command(backend, binary, args, view, tmp, limits, network)
@@ -258,11 +285,16 @@ def _probe_one(backend: Backend, network: bool) -> str:
         if command is None:
             return "true(1) is not installed"
         try:
-            result = subprocess.run(
-                command.argv, env=command.env, cwd=command.cwd, stdin=subprocess.DEVNULL,
-                capture_output=True, timeout=10, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            argv, fds = command.opened()
+            try:
+                result = subprocess.run(
+                    argv, env=command.env, cwd=command.cwd, stdin=subprocess.DEVNULL, pass_fds=fds,
+                    capture_output=True, timeout=10, check=False,
+                )  # fmt: skip
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        except (OSError, subprocess.TimeoutExpired, SandboxFailedError) as exc:
             return f"{type(exc).__name__}: {exc}"
         if result.returncode != 0:
             return (result.stderr.decode("utf-8", "replace").strip() or f"exit {result.returncode}")[:300]

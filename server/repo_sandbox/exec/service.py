@@ -37,6 +37,7 @@ from repo_sandbox.errors import (
 )
 from repo_sandbox.exec._redirects import Stream
 from repo_sandbox.exec.approval import obtain_approval
+from repo_sandbox.exec.binds import SANDBOX_ROOT
 from repo_sandbox.exec.chain import Judged, Judgement, Place, judge_all, judge_one, merged, name_element, run_list
 from repo_sandbox.exec.gitblame import RenameSources
 from repo_sandbox.exec.gitenv import GitHardening
@@ -181,13 +182,14 @@ class ExecService:
 
     def _evaluate(self, pipeline: Pipeline, place: Place) -> Evaluation:
         jail = self.workspace.jail
-        expander = GlobExpander(jail, place.real)
+        shown_root = SANDBOX_ROOT if self.sandbox.backend in (Backend.BWRAP, Backend.BWRAP_NOPROC) else None
+        expander = GlobExpander(jail, place.real, shown_root)
         stages: list[tuple[str, list[str]]] = []
         for stage in pipeline.stages:
             args = [text for word in stage.args for text in expander.expand(word)]
             check_argv_size(args)
             stages.append((stage.program, args))
-        return self.policy.evaluate(stages, JailPaths(jail, place.real))
+        return self.policy.evaluate(stages, JailPaths(jail, place.real, shown_root))
 
     def _limits(self, timeout_s: float) -> Limits:
         mib = 1024 * 1024

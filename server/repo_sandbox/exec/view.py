@@ -19,6 +19,7 @@ hidden entry the scan keeps the listing of its visible entries, so that the sand
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
@@ -183,7 +184,15 @@ class _Scanner:
             for name in subdirs:
                 try:
                     child_fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-                except OSError:
+                except OSError as exc:
+                    if exc.errno in (errno.EACCES, errno.EPERM):
+                        continue  # unreadable: the sandbox cannot read it either
+                    # swapped (for a link, a file) or removed since it was listed: what it holds is unknown,
+                    # so it does not show at all (a bind made later could show a denied entry inside it)
+                    visible = [fields for fields in visible if fields[0] != name]
+                    self.hidden[_join(rel, name)] = "dir"
+                    self.invisible.add(_join(rel, name))
+                    hides = True
                     continue
                 below = self._scan_dir(child_fd, _join(rel, name))
                 if below is None:

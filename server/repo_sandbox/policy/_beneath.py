@@ -201,3 +201,29 @@ def open_without_links(root_fd: int, rel_path: str, *, openat2: bool) -> int:
     finally:
         if dir_fd != root_fd:
             os.close(dir_fd)
+
+
+_NODE_FLAGS: Final = (O_PATH or os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY) | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+def open_node_without_links(root_fd: int, rel_path: str, *, openat2: bool) -> int:
+    """An `O_PATH | O_NOFOLLOW` descriptor of `rel_path` beneath `root_fd`, refusing a symlink on the way; a
+    symlink at the end is opened itself, not followed (the caller `fstat`s the result). Raises: OSError."""
+    if openat2:
+        return openat2_beneath(root_fd, rel_path, _NODE_FLAGS, no_symlinks=True)
+    parts = _split(rel_path)
+    dir_fd = root_fd
+    try:
+        for part in parts[:-1]:
+            if part == "..":
+                raise OSError(errno.EXDEV, "not a plain relative path")
+            next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            if dir_fd != root_fd:
+                os.close(dir_fd)
+            dir_fd = next_fd
+        if parts and parts[-1] == "..":
+            raise OSError(errno.EXDEV, "not a plain relative path")
+        return os.open(parts[-1] if parts else ".", _NODE_FLAGS, dir_fd=dir_fd)
+    finally:
+        if dir_fd != root_fd:
+            os.close(dir_fd)

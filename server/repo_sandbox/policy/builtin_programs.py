@@ -356,7 +356,8 @@ BUILTIN_SPECS: Final[tuple[ProgramSpec, ...]] = (
             denied={"-l": EXECS, "--paginate": EXECS, "-X": READS_OUTSIDE, "--exclude-from": READS_OUTSIDE},
         ),
         path_options=frozenset({"--from-file", "--to-file"}),
-        summary="compare files (operands jailed)",
+        forced=("--no-dereference",),  # diff -r would follow symlinks met on the way to anything mounted
+        summary="compare files (operands jailed; forced --no-dereference: symlinks compared as links)",
         allow_examples=("diff -u a.txt b.txt", "diff -r src other", "diff --to-file=b a c"),
         deny_examples=(
             "diff -l a b",

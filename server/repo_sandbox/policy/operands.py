@@ -11,13 +11,20 @@ from repo_sandbox.policy.paths import Jail
 
 
 class JailPaths:
-    """Checks operands against the jail, relative to the call's working directory (root-relative)."""
+    """Checks operands against the jail, relative to the call's working directory (root-relative).
 
-    def __init__(self, jail: Jail, cwd: str) -> None:
+    `shown_root`: where the program sees the repository (bwrap: /workspace), when not at its host path. An
+    absolute operand is read as the program will: under `shown_root`, or outside the repository.
+    """
+
+    def __init__(self, jail: Jail, cwd: str, shown_root: str | None = None) -> None:
         self.jail = jail
         self.cwd = cwd
+        self.shown_root = shown_root
 
     def _join(self, path: str, *, from_top: bool = False) -> str:
+        if path.startswith("/") and self.shown_root is not None:
+            return _inside(path, self.shown_root)
         base = "." if from_top else self.cwd
         if path.startswith("/") or (base == "." and path):
             return path
@@ -56,3 +63,18 @@ class LexicalPaths:
             raise PathOutsideRootError(f"'{path}' is outside the repository.", path=path)
         if clean != "." and self.deny.denying_rule(clean) is not None:
             raise PathDeniedError(f"'{path}' is protected by the server policy.", path=path)
+
+
+def _inside(path: str, shown_root: str) -> str:
+    """The root-relative path of an absolute `path` as a program that sees the repository at `shown_root` reads
+    it. Raises: PathOutsideRootError."""
+    clean = posixpath.normpath("/" + path.lstrip("/"))
+    if clean == shown_root:
+        return "."
+    if clean.startswith(shown_root + "/"):
+        return clean[len(shown_root) + 1 :]
+    raise PathOutsideRootError(
+        f"'{path}' is an absolute path outside the repository, which programs see at {shown_root}.",
+        hint=f"Use a path relative to the working directory, or one under {shown_root}.",
+        path=path,
+    )
