@@ -15,6 +15,7 @@ from repo_sandbox import __version__
 from repo_sandbox.bridge.commands import BRIDGE_COMMANDS, add_bridge_commands, run_bridge_command
 from repo_sandbox.config.loader import ConfigError, load_settings
 from repo_sandbox.config.model import Settings
+from repo_sandbox.stdout import emit
 
 COMMANDS = ("serve", "tools", "call", "check-config", "audit", *BRIDGE_COMMANDS)
 
@@ -81,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=tools_help[0].upper() + tools_help[1:] + ", as the server publishes them under the policy of "
         "--config and the REPO_SANDBOX_<SECTION>_<KEY> variables.",
     )
-    tools.add_argument("--config", metavar="FILE", help="TOML policy file (see config.example.toml)")
+    _add_policy_flags(tools)
 
     call = sub.add_parser(
         "call",
@@ -100,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
         "REPO_SANDBOX_<SECTION>_<KEY> applied) and print the effective policy as JSON, secrets masked: exit 0. "
         "A bad file: every error, naming the file (or variable) and the key, on stderr: exit 2.",
     )
-    check.add_argument("file", help="the TOML file to check")
+    check.add_argument("file", nargs="?", help="the TOML file to check (or --config FILE)")
+    _add_policy_flags(check)
 
     audit = sub.add_parser(
         "audit", help="read an audit log (JSONL): tail or stats", description="Read an audit log ([audit] path, JSONL)."
@@ -117,10 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def root_override(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
+    """--root as a settings override (every command that loads the policy accepts it)."""
+    return {("workspace", "root"): args.root} if getattr(args, "root", None) else {}
+
+
 def _settings(args: argparse.Namespace, config: str | None) -> Settings:
-    overrides: dict[tuple[str, str], Any] = {}
-    if getattr(args, "root", None):
-        overrides[("workspace", "root")] = args.root
+    overrides = root_override(args)
     if getattr(args, "transport", None):
         overrides[("server", "transport")] = args.transport
     for key in ("host", "port"):
@@ -228,7 +233,7 @@ def _call(settings: Settings, tool: str, raw_arguments: str) -> int:
         outcome = anyio.run(build_pipeline(workspace).call, tool, arguments)
     finally:
         workspace.close()
-    print(json.dumps(outcome.payload, indent=2, ensure_ascii=False))
+    emit(json.dumps(outcome.payload, indent=2, ensure_ascii=False))
     return 1 if outcome.is_error else 0
 
 
@@ -242,10 +247,10 @@ def _audit(args: argparse.Namespace) -> int:
         return 2
     if args.audit_command == "tail":
         if output := format_tail(events, args.lines):
-            print(output)
+            emit(output)
         return 0
     stats = compute_stats(events, unreadable, slowest=args.slowest)
-    print(json.dumps(stats, indent=2, ensure_ascii=False) if args.json else format_stats(stats))
+    emit(json.dumps(stats, indent=2, ensure_ascii=False) if args.json else format_stats(stats))
     return 0
 
 
@@ -261,13 +266,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "tools":
             from repo_sandbox.app import tools_listing
 
-            print(tools_listing(load_settings(args.config)))
+            emit(tools_listing(load_settings(args.config, overrides=root_override(args))))
             return 0
         if args.command == "audit":
             return _audit(args)
         if args.command == "check-config":
-            settings = load_settings(args.file)
-            print(json.dumps(settings.model_dump(mode="json"), indent=2))
+            if args.file and args.config and args.file != args.config:
+                parser.error("check-config: give the file once (FILE or --config FILE)")
+            if not (args.file or args.config):
+                parser.error("check-config: which file? (FILE or --config FILE)")
+            settings = load_settings(args.file or args.config, overrides=root_override(args))
+            emit(json.dumps(settings.model_dump(mode="json"), indent=2))
             return 0
         if args.command in BRIDGE_COMMANDS:
             return run_bridge_command(args)
