@@ -23,6 +23,7 @@ def two_repos(tmp_path: Path) -> tuple[Path, Path]:
     for root, name in ((here, "here.py"), (there, "there.py")):
         root.mkdir(parents=True)
         (root / name).write_text("print('hi')\n")
+    (here / ".git").mkdir()  # the current directory is served without --root only when it is a repository
     (tmp_path / "conf" / "policy.toml").write_text('[workspace]\nroot = "there"\n')
     return here, there
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from repo_sandbox.config.exec_model import ExecConfig
 
@@ -115,6 +115,16 @@ class WorkspaceConfig(_Section):
 
     root: str = "."
     """Repository root. Relative paths are resolved against the config file's directory (or the cwd)."""
+    _root_given: bool = PrivateAttr(default=False)
+
+    @property
+    def root_given(self) -> bool:
+        """The root was chosen (flag, environment or file), not the default: client roots may only narrow it."""
+        return self._root_given
+
+    def mark_root_given(self, given: bool) -> None:
+        self._root_given = given
+
     deny: list[str] = Field(default_factory=lambda: list(DEFAULT_DENY))
     """Deny globs (gitignore syntax, case-insensitive). A denied path never appears in any result."""
     extra_deny: list[str] = Field(default_factory=list[str])
