@@ -109,7 +109,7 @@ def mcp_tool(spec: ToolSpec, settings: Settings | None = None) -> Tool:
     return Tool(
         name=spec.name,
         title=spec.title,
-        description=spec.description,
+        description=spec.description_for(settings),
         input_schema=spec.input_schema(settings),
         output_schema=spec.output_schema(),
         annotations=ToolAnnotations(

@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from repo_sandbox.config.model import Settings
+from repo_sandbox.exec.installed import programs
 from repo_sandbox.exec.service import exec_service
 from repo_sandbox.tools._args import ToolArgs
 from repo_sandbox.tools._results import ResultModel
@@ -18,9 +20,7 @@ Use it for what the other tools cannot do: git history and diffs (`git log`, `gi
 It accepts ONE command or a `|` pipeline of commands, never a shell script: `;`, `&&`, `||`, `&`,
 redirections (`>`, `2>&1`), `$VAR`, `$(...)`, backticks, `~` and `{a,b}` are refused, so run separate calls
 instead. Quotes and escapes work as in bash, and globs (`*.py`, `src/*/x.ts`) are expanded for you. Only
-allowlisted programs with allowlisted options run (read repo-sandbox://policy): cat head tail wc ls find grep
-rg sed awk sort uniq cut tr nl tac column diff tree file stat du jq echo printf basename dirname realpath pwd
-and the read-only git sub-commands. Long options must be spelled out in full. The repository is read-only;
+allowlisted programs with allowlisted options run (read repo-sandbox://policy): {programs}. Long options must be spelled out in full. The repository is read-only;
 only /tmp is writable and it is discarded. A non-zero exit_code is a normal result, not an error. Output
 is capped (head and tail kept, marked where cut); `sandbox` names the isolation that was used.
 
@@ -29,6 +29,16 @@ Example: {"command": "awk '{print $1}' access.log | sort | uniq -c | sort -rn | 
 Common mistake: using grep or find here to search code; use search_text and search_files, which are
 faster, paged and respect .gitignore. Another: `cd dir && cmd`; pass "cwd": "dir" instead.
 """
+
+
+def description(settings: Settings | None) -> str:
+    """DESCRIPTION naming the allowed programs that are installed on this server (`exec.installed`)."""
+    found = programs(None if settings is None else settings.exec)
+    names = [name for name in found.allow if name != "git"]
+    line = " ".join(names) + (" and the read-only git sub-commands" if "git" in found.allow else "")
+    if found.ask:
+        line += f"; with the user's approval: {' '.join(found.ask)}"
+    return DESCRIPTION.replace("{programs}", line)
 
 
 class ExecuteBashArgs(ToolArgs):
