@@ -113,7 +113,7 @@ PROVOKED: dict[str, tuple[str, dict[str, Any], dict[str, dict[str, Any]]]] = {
         {"exec": {"ask": ["md5sum"], "rules": {"md5sum": {"operands": "paths"}}}},
     ),
     # limit_exceeded
-    "file_too_large": ("read_file", {"path": "README.md"}, {"limits": {"max_file_bytes": 8}}),
+    "file_too_large": ("search_text", {"pattern": "x", "path": "README.md"}, {"limits": {"max_file_bytes": 8}}),
     "budget_exhausted": ("read_file", {"path": "README.md"}, {"budget": {"max_calls": 1}}),
 }
 

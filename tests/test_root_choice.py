@@ -236,7 +236,13 @@ async def test_a_repository_as_the_current_directory_is_served_and_named_on_stde
         line = child.stderr.readline()
         child.stdin.close()
         assert child.wait(timeout=60) == 0
-    for part in ("repo-sandbox ", f"root {tree / 'repo'} (the current directory)", "transport stdio", "sandbox ", "rg "):
+    for part in (
+        "repo-sandbox ",
+        f"root {tree / 'repo'} (the current directory)",
+        "transport stdio",
+        "sandbox ",
+        "rg ",
+    ):
         assert part in line, line
 
 

@@ -153,7 +153,8 @@ class LimitsConfig(_Section):
     """Size and time limits that bound every result."""
 
     max_file_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
-    """read_file refuses larger files (file_too_large); search_text and count_lines skip and count them."""
+    """search_text and count_lines skip and count larger files (search_text of one such file: file_too_large);
+    read_file still reads any line range of them."""
     max_output_bytes: int = Field(default=128 * 1024, ge=4096)
     """Largest serialised result of one call; longer results are truncated and say how to continue."""
     max_results: int = Field(default=1000, ge=1, le=100_000)
