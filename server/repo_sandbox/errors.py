@@ -229,8 +229,8 @@ class CircuitOpenError(SandboxError):
 
     code = "circuit_open"
     category = Category.UNAVAILABLE
-    retryable = True
-    default_hint = "This call keeps failing; change the approach instead of repeating it."
+    retryable = False  # the same call is refused until the breaker's trial; "retry" would contradict the hint
+    default_hint = "Change the approach: use other arguments or another tool (details.last_error says what failed)."
 
 
 class RepeatedCallError(SandboxError):
