@@ -215,12 +215,15 @@ def test_over_http_a_current_directory_that_is_not_a_repository_stops_at_once(tr
     assert (done.returncode, "--root" in done.stderr) == (2, True), done.stderr
 
 
-async def test_a_repository_as_the_current_directory_is_served_and_named_on_stderr(tree: Path) -> None:
+async def test_a_repository_as_the_current_directory_is_served(tree: Path) -> None:
     params = StdioServerParameters(command=REPO_SANDBOX, args=[], cwd=tree / "repo", env=child_env(tree))
     with anyio.fail_after(60):
         async with Client(params, mode="legacy") as client:
             served = await files(client)
     assert served == ["docs/guide.py", "src/main.py", "top.py"]
+
+
+def test_the_start_line_names_version_root_transport_sandbox_and_search(tree: Path) -> None:
     with subprocess.Popen(
         [REPO_SANDBOX],
         cwd=tree / "repo",

@@ -52,7 +52,11 @@ read from $REPO_SANDBOX_TOKEN ([server] token_env); without a token only a loopb
 
 
 def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", help="repository to expose (default: [workspace] root, else the current directory)")
+    parser.add_argument(
+        "--root",
+        help="repository to expose (default: [workspace] root; else the client's MCP root; else the current "
+        "directory if it is a repository other than / or the home directory)",
+    )
     parser.add_argument("--config", metavar="FILE", help="TOML policy file (see config.example.toml)")
 
 

@@ -24,11 +24,14 @@ from urllib.parse import unquote, urlparse
 
 import anyio
 
+from repo_sandbox.policy.denyrebase import CannotRebase, rebase
 from repo_sandbox.workspace import Workspace
 
 logger = logging.getLogger("repo_sandbox")
 
 LIST_ROOTS_TIMEOUT_S: Final = 10.0
+MAX_SESSIONS: Final = 4096
+"""Sessions whose client roots are remembered (bounded memory; connections are not told to us when they end)."""
 
 
 def cwd_refusal(cwd: Path, home: Path) -> str | None:
@@ -99,6 +102,7 @@ class SessionRoots:
         self._sessions: dict[str, SessionRoot] = {}
         self._workspaces: dict[str, Workspace] = {}
         self._lock = threading.Lock()
+        self._without_roots = self._choose([])
         base.on_close.append(self.close)
 
     def forget(self, session_id: str) -> None:
@@ -107,18 +111,21 @@ class SessionRoots:
 
     async def for_session(self, session_id: str, list_roots: Callable[[], Any] | None) -> SessionRoot:
         """The session's root, asking the client (`list_roots`: None when it cannot be asked) the first time."""
+        if list_roots is None:  # nothing to remember (a 2026-07-28 request is a session of its own)
+            return self._without_roots
         known = self._sessions.get(session_id)
         if known is not None:
             return known
-        uris: list[str] | None = None
-        if list_roots is not None:
-            try:
-                with anyio.fail_after(LIST_ROOTS_TIMEOUT_S):
-                    result = await list_roots()
-                uris = [str(root.uri) for root in result.roots]
-            except Exception as exc:  # noqa: BLE001  # a client that fails to answer is served as one without roots
-                logger.warning("roots/list failed (%s); serving without client roots", type(exc).__name__)
-        chosen = await anyio.to_thread.run_sync(self._choose, uris or [])
+        uris: list[str] = []
+        try:
+            with anyio.fail_after(LIST_ROOTS_TIMEOUT_S):
+                result = await list_roots()
+            uris = [str(root.uri) for root in result.roots]
+        except Exception as exc:  # noqa: BLE001  # a client that fails to answer is served as one without roots
+            logger.warning("roots/list failed (%s); serving without client roots", type(exc).__name__)
+        chosen = await anyio.to_thread.run_sync(self._choose, uris)
+        while len(self._sessions) >= MAX_SESSIONS:  # the oldest is asked again should it call again
+            del self._sessions[next(iter(self._sessions))]
         self._sessions[session_id] = chosen
         return chosen
 
@@ -140,6 +147,8 @@ class SessionRoots:
                     reason = "the file system root or the home directory is never served; the operator may pass --root"
                 elif not self.policy.client_chooses and not _within(path, base):
                     reason = "outside the server's root"
+                elif not self.policy.client_chooses and path != base:
+                    reason = self._narrowing_refusal(path)
             if reason is not None or path is None:
                 ignored.append({"uri": uri, "reason": reason or "not a file:// URI"})
             elif served is None:
@@ -157,12 +166,32 @@ class SessionRoots:
         workspace = self.base if path == base else self._workspace(path)
         return SessionRoot(workspace, uri, others, ignored)
 
+    def _deny_for(self, path: str) -> list[str]:
+        """The operator's deny-list re-anchored at `path`, a directory inside the root (`policy.denyrebase`).
+
+        Raises:
+            CannotRebase: `path` is denied, or the deny-list cannot be re-anchored there exactly.
+        """
+        ws = self.base.settings.workspace
+        if self.policy.client_chooses:
+            return ws.effective_deny
+        return rebase(ws.effective_deny, os.path.relpath(path, self.base.root))
+
+    def _narrowing_refusal(self, path: str) -> str | None:
+        try:
+            self._deny_for(path)
+        except CannotRebase:
+            return "the server's deny-list hides it, or cannot be applied below it; the operator may pass --root"
+        return None
+
     def _workspace(self, path: str) -> Workspace:
         with self._lock:
             workspace = self._workspaces.get(path)
             if workspace is None:
                 settings = self.base.settings.model_copy(deep=True)
                 settings.workspace.root = path
+                settings.workspace.deny = self._deny_for(path)
+                settings.workspace.extra_deny = []
                 workspace = Workspace(settings, audit=self.base.audit)
                 self._workspaces[path] = workspace
             return workspace
