@@ -143,12 +143,15 @@ async def test_without_an_operator_root_the_clients_first_directory_root_is_serv
     assert [entry["uri"] for entry in status["ignored"]] == [offered[0], offered[3]]
 
 
-@pytest.mark.parametrize("offered", [[], ["file:///"], ["{home}"], ["{tmp}/repo/top.py"]])
+@pytest.mark.parametrize(
+    "offered", [[], ["file:///"], ["{home}"], ["{tmp}/repo/top.py"], ["{home}/.ssh"], ["{tmp}/repo/.git"]]
+)
 async def test_without_any_root_to_serve_every_call_is_refused(
     tree: Path, offered: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = tree / "home"
-    home.mkdir()
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "known_hosts").write_text("host key\n")
     monkeypatch.setenv("HOME", str(home))
     empty = tree / "placeholder"
     empty.mkdir()

@@ -147,7 +147,7 @@ class SessionRoots:
                     reason = "the file system root or the home directory is never served; the operator may pass --root"
                 elif not self.policy.client_chooses and not _within(path, base):
                     reason = "outside the server's root"
-                elif not self.policy.client_chooses and path != base:
+                elif path != base:
                     reason = self._narrowing_refusal(path)
             if reason is not None or path is None:
                 ignored.append({"uri": uri, "reason": reason or "not a file:// URI"})
@@ -173,7 +173,9 @@ class SessionRoots:
             CannotRebase: `path` is denied, or the deny-list cannot be re-anchored there exactly.
         """
         ws = self.base.settings.workspace
-        if self.policy.client_chooses:
+        if self.policy.client_chooses:  # a root inside what the deny-list hides (~/.ssh, a .git) is not served
+            if self.base.jail.deny.is_denied(path.lstrip("/")):
+                raise CannotRebase(f"{path} is denied")
             return ws.effective_deny
         return rebase(ws.effective_deny, os.path.relpath(path, self.base.root))
 
