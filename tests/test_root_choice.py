@@ -264,3 +264,19 @@ async def test_a_client_with_roots_is_served_its_root_even_from_the_file_system_
             outside = await client.call_tool("read_file", {"path": "/etc/passwd"})
     assert served == ["main.py"]
     assert outside.is_error
+
+
+async def test_client_roots_served_at_once_are_bounded(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each client root has its own indexes and watches: a client cycling through directories cannot pile them up."""
+    monkeypatch.setattr("repo_sandbox.roots.MAX_WORKSPACES", 1)
+    offered = [uri(tree / "repo" / "src")]
+    async with client_for(tree / "repo", offered) as client:
+        first = await files(client)
+        offered[:] = [uri(tree / "repo" / "docs")]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.send_roots_list_changed()  # pyright: ignore[reportDeprecated]
+        second = await files(client)
+        status = await roots_status(client)
+    assert (first, second) == (["main.py"], ["docs/guide.py", "src/main.py", "top.py"])
+    assert "already serves 1" in status["ignored"][0]["reason"]

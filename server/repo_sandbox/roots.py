@@ -30,6 +30,8 @@ from repo_sandbox.workspace import Workspace
 logger = logging.getLogger("repo_sandbox")
 
 LIST_ROOTS_TIMEOUT_S: Final = 10.0
+MAX_WORKSPACES: Final = 16
+"""Client roots served at once (each has its own tree index, watches and content index); more are ignored."""
 MAX_SESSIONS: Final = 4096
 """Sessions whose client roots are remembered (bounded memory; connections are not told to us when they end)."""
 
@@ -149,6 +151,9 @@ class SessionRoots:
                     reason = "outside the server's root"
                 elif path != base:
                     reason = self._narrowing_refusal(path)
+                full = len(self._workspaces) >= MAX_WORKSPACES
+                if reason is None and full and path != base and path not in self._workspaces:
+                    reason = f"the server already serves {MAX_WORKSPACES} other client roots"
             if reason is not None or path is None:
                 ignored.append({"uri": uri, "reason": reason or "not a file:// URI"})
             elif served is None:
