@@ -27,6 +27,7 @@ from repo_sandbox.tools._textfile import (
     looks_binary,
     read_head,
     read_whole,
+    seek_line,
 )
 from repo_sandbox.workspace import Workspace
 
@@ -131,7 +132,8 @@ def read_opened(ws: Workspace, args: ReadFileArgs, opened: OpenedFile) -> ReadFi
         if page is None:
             keep = limits.max_line_chars * 4 + 4
             if data is None:
-                lines = enumerate(iter_lines(opened.fd, keep_bytes=keep), start=1)
+                start = seek_line(opened.fd, args.offset - 1)
+                lines = enumerate(iter_lines(opened.fd, keep_bytes=keep, start=start), start=args.offset)
             else:
                 lines = enumerate(
                     lines_in(data, after_newlines(data, 0, args.offset - 1), keep_bytes=keep), args.offset
