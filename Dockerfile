@@ -31,8 +31,15 @@ RUN python3 -m venv /opt/repo-sandbox \
     && python3 -m compileall -q /opt/repo-sandbox
 
 FROM ${BASE_IMAGE}
-RUN if ! command -v python3 >/dev/null; then \
-      apt-get update && apt-get install -y --no-install-recommends python3 bubblewrap ripgrep xxd bsdextrautils \
+# Every program of execute_bash's default allowlist (git, gawk, jq, tree, file, column, diff, ...), and the
+# coreutils/bsdextrautils/xxd extras, so that what the tool description offers runs. A base that already has
+# them all (scripts/container-image's) needs no apt-get, hence no network.
+ARG PACKAGES="python3 bubblewrap ripgrep git gawk jq tree file bsdextrautils diffutils findutils coreutils xxd"
+ARG PROGRAMS="python3 bwrap rg git gawk jq tree file column hexdump diff find xxd base64 sha256sum numfmt"
+RUN missing=""; for program in $PROGRAMS; do command -v "$program" >/dev/null || missing="$missing $program"; done; \
+    if [ -n "$missing" ]; then \
+      echo "installing for:$missing" \
+      && apt-get update && apt-get install -y --no-install-recommends $PACKAGES \
       && rm -rf /var/lib/apt/lists/*; \
     fi \
     && groupadd --system --gid 10001 sandbox \

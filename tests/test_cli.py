@@ -272,3 +272,50 @@ def test_serve_writes_only_protocol_messages_to_stdout_even_when_logging_debug(s
     assert replies[3]["result"]["isError"] is True
     assert replies[3]["result"]["structuredContent"]["error"]["code"] == "path_outside_root"
     assert "DEBUG" in stderr or "INFO" in stderr  # the log went to stderr
+
+
+POLICY_COMMANDS = [
+    pytest.param(["tools"], 0, id="tools"),
+    pytest.param(["openai-tools"], 0, id="openai-tools"),
+    pytest.param(["check-config"], 0, id="check-config"),
+    pytest.param(["call", "search_files", '{"pattern": "*.py"}'], 0, id="call"),
+    pytest.param(["ask", "where is main?"], 2, id="ask"),  # no model configured: exit 2 after loading the policy
+]
+
+
+@pytest.mark.parametrize(("command", "code"), POLICY_COMMANDS)
+def test_every_command_that_loads_the_policy_accepts_root_and_config(
+    small_repo: Path, tmp_path: Path, command: list[str], code: int
+) -> None:
+    config = tmp_path / "policy.toml"
+    config.write_text("[limits]\nmax_output_bytes = 65536\n", encoding="utf-8")
+    done = run(*command, "--root", str(small_repo), "--config", str(config))
+    assert done.returncode == code, done.stderr
+    assert "unrecognized arguments" not in done.stderr
+    missing = run(*command, "--root", str(tmp_path / "missing"), "--config", str(config))
+    assert missing.returncode == 2
+    assert "--root: [workspace] root: not a directory" in missing.stderr  # the flag is applied, not just parsed
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["call", "search_files", '{"pattern": "*"}'], id="call"),
+        pytest.param(["tools"], id="tools"),
+        pytest.param(["openai-tools"], id="openai-tools"),
+    ],
+)
+def test_a_closed_pipe_ends_the_output_quietly(small_repo: Path, command: list[str]) -> None:
+    """`repo-sandbox call … | head`: the reader is gone before the first write."""
+    child_env = {key: value for key, value in os.environ.items() if not key.startswith("REPO_SANDBOX_")}
+    with subprocess.Popen(
+        [REPO_SANDBOX, *command, "--root", str(small_repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child_env,
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.close()
+        stderr = child.stderr.read().decode()
+        code = child.wait(timeout=TIMEOUT_S)
+    assert (code, stderr) == (0, "")

@@ -114,7 +114,7 @@ PROVOKED: dict[str, tuple[str, dict[str, Any], dict[str, dict[str, Any]]]] = {
         {"exec": {"ask": ["md5sum"], "allow": [name for name in DEFAULT_ALLOW if name != "md5sum"]}},
     ),
     # limit_exceeded
-    "file_too_large": ("read_file", {"path": "README.md"}, {"limits": {"max_file_bytes": 8}}),
+    "file_too_large": ("search_text", {"pattern": "x", "path": "README.md"}, {"limits": {"max_file_bytes": 8}}),
     "budget_exhausted": ("read_file", {"path": "README.md"}, {"budget": {"max_calls": 1}}),
 }
 

@@ -3,6 +3,9 @@ client, and like `repo-sandbox` itself it leaves the root to `--config` and the 
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -20,6 +23,7 @@ def two_repos(tmp_path: Path) -> tuple[Path, Path]:
     for root, name in ((here, "here.py"), (there, "there.py")):
         root.mkdir(parents=True)
         (root / name).write_text("print('hi')\n")
+    (here / ".git").mkdir()  # the current directory is served without --root only when it is a repository
     (tmp_path / "conf" / "policy.toml").write_text('[workspace]\nroot = "there"\n')
     return here, there
 
@@ -52,3 +56,33 @@ async def test_scripts_serve_serves_the_repository_it_is_given_over_stdio(
             result = await client.call_tool("search_files", {"pattern": "*.py"})
     assert isinstance(result.structured_content, dict)
     assert result.structured_content["files"] == [served]
+
+
+STUB_PYTHON = """#!/bin/sh
+# `python -m venv DIR` makes DIR/bin/python (this stub) and DIR/bin/repo-sandbox; `python -m pip ...` succeeds.
+if [ "$1 $2" = "-m venv" ]; then
+  mkdir -p "$3/bin" && cp "$0" "$3/bin/python"
+  printf '#!/bin/sh\\necho "repo-sandbox $*" >&2\\n' > "$3/bin/repo-sandbox" && chmod +x "$3/bin/repo-sandbox"
+fi
+exit 0
+"""
+
+
+def test_scripts_serve_prints_one_line_per_set_up_step_on_first_run(tmp_path: Path) -> None:
+    """A first run installs for about a minute: each step says what it does; a later run says nothing."""
+    project = tmp_path / "project"
+    (project / "scripts").mkdir(parents=True)
+    for name in ("scripts/serve", "scripts/bootstrap", "pyproject.toml"):
+        shutil.copy2(SERVE.parents[1] / name, project / name)
+    stub = tmp_path / "python3"
+    stub.write_text(STUB_PYTHON)
+    stub.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(stub)}
+    serve = [str(project / "scripts" / "serve"), "--root", "."]
+    first = subprocess.run(serve, check=False, env=env, capture_output=True, text=True, timeout=60)
+    second = subprocess.run(serve, check=False, env=env, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    steps = [line for line in first.stderr.splitlines() if line.startswith("bootstrap: ")]
+    assert [line.split(" ")[1] for line in steps] == ["creating", "upgrading", "installing", "ready"]
+    assert first.stderr.splitlines()[-1] == "repo-sandbox serve --root ."
+    assert second.stderr.splitlines() == ["repo-sandbox serve --root ."]

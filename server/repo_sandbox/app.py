@@ -23,6 +23,7 @@ from mcp.types import (
     CallToolResult,
     InputRequiredResult,
     ListToolsResult,
+    NotificationParams,
     PaginatedRequestParams,
     TextContent,
     Tool,
@@ -30,6 +31,7 @@ from mcp.types import (
 )
 
 from repo_sandbox import __version__
+from repo_sandbox.roots import RootPolicy, SessionRoots
 from repo_sandbox.transports.scope import transport_session_id
 from repo_sandbox.workspace import Workspace
 
@@ -107,7 +109,7 @@ def mcp_tool(spec: ToolSpec, settings: Settings | None = None) -> Tool:
     return Tool(
         name=spec.name,
         title=spec.title,
-        description=spec.description,
+        description=spec.description_for(settings),
         input_schema=spec.input_schema(settings),
         output_schema=spec.output_schema(),
         annotations=ToolAnnotations(  # no title here: the tool's own `title` says it once
@@ -174,16 +176,30 @@ async def _remember_request(ctx: ServerRequestContext[Any], call_next: CallNext)
 
 
 def build_server(
-    workspace: Workspace, *, clock: Clock | None = None, request_state_security: RequestStateSecurity | None = None
+    workspace: Workspace,
+    *,
+    clock: Clock | None = None,
+    request_state_security: RequestStateSecurity | None = None,
+    roots: RootPolicy | None = None,
 ) -> MCPServer[Any]:
     """An MCP server exposing the tools over `workspace`.
 
     `clock` drives the guard rails (tests pass a fake); `request_state_security` carries the key shared by
     replicas (2026-07-28 request state), None: a key per process. The tool machinery (`handlers`) is built
     on first use, not before `initialize`: a client that spawns the server waits for that answer.
+    `roots`: how the client's MCP roots count (`repo_sandbox.roots`); None: `workspace` is the operator's
+    root, which they may only narrow.
     """
     session_ids = SessionIds()
     bus = InMemorySubscriptionBus()
+    root_policy = roots or RootPolicy("--root/config")
+    session_roots = SessionRoots(workspace, root_policy)
+
+    async def note_roots_capability(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        capabilities = (ctx.params or {}).get("capabilities") if ctx.method == "initialize" else None
+        if isinstance(capabilities, dict) and capabilities.get("roots") is not None:  # pyright: ignore[reportUnknownMemberType]
+            root_policy.client_declared_roots.set()
+        return await call_next(ctx)
 
     def session_of(ctx: ServerRequestContext[Any]) -> str:
         """One id per client session: the transport's (HTTP session, WebSocket) when it has one, else the connection's."""
@@ -193,7 +209,7 @@ def build_server(
     def tools() -> ToolHandlers:
         from repo_sandbox.handlers import ToolHandlers
 
-        return ToolHandlers(workspace, clock, bus, session_of)
+        return ToolHandlers(workspace, clock, bus, session_of, session_roots)
 
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME,
@@ -201,7 +217,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         subscriptions=bus,
-        middleware=[_remember_request],
+        middleware=[_remember_request, note_roots_capability],
         request_state_security=request_state_security,
     )
 
@@ -213,8 +229,13 @@ def build_server(
     ) -> CallToolResult | InputRequiredResult:
         return await tools().call_tool(ctx, params)
 
-    _add_resources(server, workspace, tools, session_of)
+    _add_resources(server, workspace, tools, session_of, session_roots)
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
+
+    async def roots_changed(ctx: ServerRequestContext[Any], params: NotificationParams) -> None:
+        session_roots.forget(session_of(ctx))
+
+    lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots_changed)
     lowlevel.add_request_handler("tools/list", PaginatedRequestParams, list_tools)
     lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
     lowlevel.get_tool_input_schema = lambda name: tools().input_schemas.get(name)  # noqa: PLW0108  # built lazily
@@ -238,6 +259,7 @@ def _add_resources(
     workspace: Workspace,
     tools: Callable[[], ToolHandlers],
     session_of: Callable[[ServerRequestContext[Any]], str],
+    session_roots: SessionRoots,
 ) -> None:
     def caller() -> resources.Caller:
         from repo_sandbox import resources
@@ -262,7 +284,9 @@ def _add_resources(
         from repo_sandbox import resources
 
         exec_entry = await anyio.to_thread.run_sync(resources.exec_report, workspace)
-        return resources.to_json(resources.status_document(workspace, tools().loop, caller(), exec_entry))
+        who = caller()
+        document = resources.status_document(workspace, tools().loop, who, exec_entry)
+        return resources.to_json({**document, "roots": session_roots.describe(who.session_id)})
 
 
 def tools_listing(settings: Settings | None = None) -> str:

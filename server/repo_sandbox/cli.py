@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -15,6 +14,7 @@ from repo_sandbox import __version__
 from repo_sandbox.bridge.commands import BRIDGE_COMMANDS, add_bridge_commands, run_bridge_command
 from repo_sandbox.config.loader import ConfigError, load_settings
 from repo_sandbox.config.model import Settings
+from repo_sandbox.stdout import emit
 
 COMMANDS = ("serve", "tools", "call", "check-config", "audit", *BRIDGE_COMMANDS)
 
@@ -47,7 +47,11 @@ read from $REPO_SANDBOX_TOKEN ([server] token_env); without a token only a loopb
 
 
 def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", help="repository to expose (default: [workspace] root, else the current directory)")
+    parser.add_argument(
+        "--root",
+        help="repository to expose (default: [workspace] root; else the client's MCP root; else the current "
+        "directory if it is a repository other than / or the home directory)",
+    )
     parser.add_argument("--config", metavar="FILE", help="TOML policy file (see config.example.toml)")
 
 
@@ -81,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=tools_help[0].upper() + tools_help[1:] + ", as the server publishes them under the policy of "
         "--config and the REPO_SANDBOX_<SECTION>_<KEY> variables.",
     )
-    tools.add_argument("--config", metavar="FILE", help="TOML policy file (see config.example.toml)")
+    _add_policy_flags(tools)
 
     call = sub.add_parser(
         "call",
@@ -100,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
         "REPO_SANDBOX_<SECTION>_<KEY> applied) and print the effective policy as JSON, secrets masked: exit 0. "
         "A bad file: every error, naming the file (or variable) and the key, on stderr: exit 2.",
     )
-    check.add_argument("file", help="the TOML file to check")
+    check.add_argument("file", nargs="?", help="the TOML file to check (or --config FILE)")
+    _add_policy_flags(check)
 
     audit = sub.add_parser(
         "audit", help="read an audit log (JSONL): tail or stats", description="Read an audit log ([audit] path, JSONL)."
@@ -117,10 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def root_override(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
+    """--root as a settings override (every command that loads the policy accepts it)."""
+    return {("workspace", "root"): args.root} if getattr(args, "root", None) else {}
+
+
 def _settings(args: argparse.Namespace, config: str | None) -> Settings:
-    overrides: dict[tuple[str, str], Any] = {}
-    if getattr(args, "root", None):
-        overrides[("workspace", "root")] = args.root
+    overrides = root_override(args)
     if getattr(args, "transport", None):
         overrides[("server", "transport")] = args.transport
     for key in ("host", "port"):
@@ -132,92 +140,12 @@ def _settings(args: argparse.Namespace, config: str | None) -> Settings:
     return load_settings(config, overrides=overrides, exec_check_later=args.command == "serve")
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-def _serve(settings: Settings) -> int:
-    from repo_sandbox.workspace import Workspace
-
-    _configure_logging(settings.server.log_level)
-    workspace = Workspace(settings)
-    logging.getLogger("repo_sandbox").info("serving %s over %s", workspace.root, settings.server.transport)
-    try:
-        if settings.server.transport == "http":
-            if error := _exec_policy_error(workspace):
-                print(error, file=sys.stderr)
-                return 2
-            _probe_exec_sandbox(workspace)
-            return _serve_http(workspace)
-        from repo_sandbox.transports.stdio import serve_stdio
-
-        # A client that spawns the server waits for `initialize`; what that does not need runs once it is answered.
-        return serve_stdio(workspace, after_handshake=lambda: _after_handshake(workspace))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        workspace.close()
-    return 0
-
-
-def _after_handshake(workspace: Any) -> None:
-    """The rest of a stdio server's start-up: the command policy's check (left for later by `_settings`: it loads
-    the whole policy and parses its examples), then the sandbox probe.
-
-    Raises:
-        StopServing: the command policy does not hold (the server stops, as it would have refused to start).
-    """
-    from repo_sandbox.transports.stdio import StopServing
-
-    if error := _exec_policy_error(workspace):
-        raise StopServing(2, error)
-    _probe_exec_sandbox(workspace)
-
-
-def _exec_policy_error(workspace: Any) -> str | None:
-    """What is wrong with the command policy (names, built-ins, examples), as the configuration error to print."""
-    from repo_sandbox.policy.commands import validate_exec_config
-
-    try:
-        validate_exec_config(workspace.settings.exec)
-    except ValueError as exc:
-        return f"repo-sandbox: configuration error:\n[exec]: {exc}"
-    return None
-
-
-def _probe_exec_sandbox(workspace: Any) -> None:
-    """Probe the OS sandbox once at start-up; it is logged (loudly when there is none)."""
-    if workspace.settings.exec.enabled:
-        from repo_sandbox.exec.service import exec_service
-
-        exec_service(workspace).report()
-
-
-def _serve_http(workspace: Any) -> int:
-    import os
-
-    from mcp.server.request_state import RequestStateSecurity
-
-    from repo_sandbox.app import build_server
-    from repo_sandbox.transports.auth import StartupRefused, load_request_state_keys
-    from repo_sandbox.transports.serve import serve_http
-
-    settings = workspace.settings.server
-    try:
-        keys = load_request_state_keys(settings, os.environ)
-        security = RequestStateSecurity(keys=keys) if keys else None
-        serve_http(build_server(workspace, request_state_security=security), settings)
-    except StartupRefused as exc:
-        print(f"repo-sandbox: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
 def _call(settings: Settings, tool: str, raw_arguments: str) -> int:
     from repo_sandbox.runtime.assembly import build_pipeline
+    from repo_sandbox.serving import configure_logging
     from repo_sandbox.workspace import Workspace
 
-    _configure_logging("WARNING")
+    configure_logging("WARNING")
     try:
         arguments = json.loads(raw_arguments)
     except json.JSONDecodeError as exc:
@@ -228,7 +156,7 @@ def _call(settings: Settings, tool: str, raw_arguments: str) -> int:
         outcome = anyio.run(build_pipeline(workspace).call, tool, arguments)
     finally:
         workspace.close()
-    print(json.dumps(outcome.payload, indent=2, ensure_ascii=False))
+    emit(json.dumps(outcome.payload, indent=2, ensure_ascii=False))
     return 1 if outcome.is_error else 0
 
 
@@ -242,10 +170,10 @@ def _audit(args: argparse.Namespace) -> int:
         return 2
     if args.audit_command == "tail":
         if output := format_tail(events, args.lines):
-            print(output)
+            emit(output)
         return 0
     stats = compute_stats(events, unreadable, slowest=args.slowest)
-    print(json.dumps(stats, indent=2, ensure_ascii=False) if args.json else format_stats(stats))
+    emit(json.dumps(stats, indent=2, ensure_ascii=False) if args.json else format_stats(stats))
     return 0
 
 
@@ -261,20 +189,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "tools":
             from repo_sandbox.app import tools_listing
 
-            print(tools_listing(load_settings(args.config)))
+            emit(tools_listing(load_settings(args.config, overrides=root_override(args))))
             return 0
         if args.command == "audit":
             return _audit(args)
         if args.command == "check-config":
-            settings = load_settings(args.file)
-            print(json.dumps(settings.model_dump(mode="json"), indent=2))
+            if args.file and args.config and args.file != args.config:
+                parser.error("check-config: give the file once (FILE or --config FILE)")
+            if not (args.file or args.config):
+                parser.error("check-config: which file? (FILE or --config FILE)")
+            settings = load_settings(args.file or args.config, overrides=root_override(args))
+            emit(json.dumps(settings.model_dump(mode="json"), indent=2))
             return 0
         if args.command in BRIDGE_COMMANDS:
             return run_bridge_command(args)
         settings = _settings(args, args.config)
         if args.command == "call":
             return _call(settings, args.tool, args.arguments)
-        return _serve(settings)
+        from repo_sandbox.serving import serve
+
+        return serve(settings)
     except ConfigError as exc:
         print(f"repo-sandbox: configuration error:\n{exc}", file=sys.stderr)
         return 2

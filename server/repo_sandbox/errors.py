@@ -195,13 +195,13 @@ class ApprovalRequiredError(SandboxError, PermissionError):
 
 
 class FileTooLargeError(SandboxError):
-    """The file is larger than `limits.max_file_bytes`."""
+    """The file is larger than `limits.max_file_bytes`, for whole-file work (search_text of that one file)."""
 
     code = "file_too_large"
     category = Category.LIMIT_EXCEEDED
     default_hint = (
-        "The file exceeds the server's size limit (details.max_file_bytes), so no tool reads or searches it; "
-        "work with smaller files, or ask the operator to raise limits.max_file_bytes."
+        "search_text and count_lines skip files over details.max_file_bytes. read_file reads any line range "
+        "of it (offset, limit), and execute_bash can search it: grep -n PATTERN FILE."
     )
 
 
@@ -229,8 +229,8 @@ class CircuitOpenError(SandboxError):
 
     code = "circuit_open"
     category = Category.UNAVAILABLE
-    retryable = True
-    default_hint = "This call keeps failing; change the approach instead of repeating it."
+    retryable = False  # the same call is refused until the breaker's trial; "retry" would contradict the hint
+    default_hint = "Change the approach: use other arguments or another tool (details.last_error says what failed)."
 
 
 class RepeatedCallError(SandboxError):

@@ -7,20 +7,31 @@ that answering `initialize` does not wait for it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import warnings
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
-from mcp.types import CallToolRequestParams, CallToolResult, InputRequiredResult, ListToolsResult, Tool
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    InputRequiredResult,
+    ListRootsResult,
+    ListToolsResult,
+    Tool,
+)
 
 from repo_sandbox.app import call_tool_result, mcp_tool
+from repo_sandbox.errors import SandboxFailedError
+from repo_sandbox.roots import SessionRoots
 from repo_sandbox.runtime.approvals import APPROVE, make_approve
 from repo_sandbox.runtime.assembly import AgentLoopState, build_pipeline
 from repo_sandbox.runtime.clock import Clock
 from repo_sandbox.runtime.elicitation import ELICIT, InputRequired, can_ask_user, elicitor_for, uses_input_required
 from repo_sandbox.runtime.guard import TOOLS_CHANGED
-from repo_sandbox.runtime.pipeline import CallContext
+from repo_sandbox.runtime.pipeline import CallContext, CallPipeline, ToolCall
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace
 
@@ -34,12 +45,22 @@ class ToolHandlers:
         clock: Clock | None,
         bus: InMemorySubscriptionBus,
         session_of: Callable[[ServerRequestContext[Any]], str],
+        roots: SessionRoots | None = None,
     ) -> None:
         self.workspace = workspace
         self.loop = AgentLoopState.from_workspace(workspace, clock)
         self.pipeline = build_pipeline(workspace, self.loop)
+        self.roots = roots
+        self._pipelines: dict[int, CallPipeline] = {id(workspace): self.pipeline}
+        """One pipeline per served workspace (client roots), all sharing the session state of `loop`."""
         self._bus = bus
         self._session_of = session_of
+
+    def _pipeline(self, workspace: Workspace) -> CallPipeline:
+        pipeline = self._pipelines.get(id(workspace))
+        if pipeline is None:
+            pipeline = self._pipelines[id(workspace)] = build_pipeline(workspace, self.loop)
+        return pipeline
 
     @functools.cached_property
     def definitions(self) -> list[Tool]:
@@ -84,14 +105,45 @@ class ToolHandlers:
         if elicit is not None:
             extras[ELICIT] = elicit
             extras[APPROVE] = make_approve(elicit)
+        session_id = self._session_of(ctx)
+        pipeline = self.pipeline
+        if self.roots is not None:
+            root = await self.roots.for_session(session_id, roots_asker(ctx))
+            if root.workspace is None:
+                refusal = SandboxFailedError(
+                    root.error or "No root to serve.",
+                    hint="Ask the user to open a folder in the client, or to start the server with --root.",
+                )
+                return call_tool_result(
+                    ToolCall(params.name, params.arguments, CallContext(session_id)).failed(refusal)
+                )
+            pipeline = self._pipeline(root.workspace)
         context = CallContext(
-            session_id=self._session_of(ctx),
+            session_id=session_id,
             request_id=None if ctx.request_id is None else str(ctx.request_id),
             report_progress=ctx.session.report_progress,
             extras=extras,
         )
         try:
-            outcome = await self.pipeline.call(params.name, params.arguments, context)
+            outcome = await pipeline.call(params.name, params.arguments, context)
             return call_tool_result(outcome, json_text=self.workspace.settings.server.result_text == "json")
         except InputRequired as pause:
             return InputRequiredResult(input_requests=pause.requests, request_state=pause.state)
+
+
+def roots_asker(ctx: ServerRequestContext[Any]) -> Callable[[], Awaitable[ListRootsResult]] | None:
+    """How to ask this client for its roots (`roots/list`): None when it declared no roots or cannot be asked
+    (2026-07-28 removed roots; a request without a back-channel cannot send one)."""
+    capabilities = ctx.session.client_capabilities
+    if capabilities is None or capabilities.roots is None or uses_input_required(ctx.protocol_version):
+        return None
+    if not ctx.session.can_send_request:
+        return None
+
+    async def ask() -> ListRootsResult:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # deprecated in 2026-07-28, alive before it
+            pending = ctx.session.list_roots()  # pyright: ignore[reportDeprecated]
+        return await pending
+
+    return ask

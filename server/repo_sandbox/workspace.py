@@ -19,11 +19,13 @@ from repo_sandbox.tree.walk import IndexedWalk
 class Workspace:
     """Everything a tool body needs besides its arguments."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, audit: AuditLog | None = None) -> None:
+        """`audit`: the trail of another workspace to write to (one of a client root's, `roots`); not closed here."""
         self.settings = settings
         ws = settings.workspace
         self.jail = Jail(ws.root, DenyList(ws.effective_deny), allow_hard_links=ws.allow_hard_links)
-        self.audit = AuditLog(settings.audit)
+        self._owns_audit = audit is None
+        self.audit = AuditLog(settings.audit) if audit is None else audit
         """The audit trail; any stage or tool may record a policy decision with `audit.decision(...)`."""
         self.trees = TreeIndexes(self.jail, ws.tree_index)
         """The walk's listings kept between calls (`tree.index`); `walk()` uses them."""
@@ -53,7 +55,8 @@ class Workspace:
         self.on_close.clear()
         self.content.close()
         self.trees.close()
-        self.audit.close()
+        if self._owns_audit:
+            self.audit.close()
         self.jail.close()
 
     def walk_options(self, *, include_hidden: bool | None, include_ignored: bool) -> WalkOptions:

@@ -98,12 +98,12 @@ def test_parameters_accept_and_refuse_what_the_tool_does(tool: str, arguments: d
 def test_descriptions_fit_openais_limit_and_start_like_the_mcp_description(spec: ToolSpec) -> None:
     description = openai_tool(spec)["function"]["description"]
     assert 0 < len(description) <= OPENAI_DESCRIPTION_LIMIT
-    assert spec.description.strip().startswith(description)
+    assert spec.description_for(None).strip().startswith(description)
 
 
 def test_unlimited_descriptions_are_the_mcp_descriptions() -> None:
     for spec, tool in zip(bridge_specs(), openai_tools(max_description_chars=0), strict=True):
-        assert tool["function"]["description"] == spec.description.strip()
+        assert tool["function"]["description"] == spec.description_for(None).strip()
 
 
 # fit_description ---------------------------------------------------------------------------------

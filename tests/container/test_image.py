@@ -137,6 +137,40 @@ async def test_execute_bash_under_landlock_in_a_hardened_container(repo: Path) -
     assert sub["stdout"] == "main.py\n"
 
 
+@pytest.fixture(scope="module")
+def git_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository with one commit, a JSON file and a log, readable by the image's non-root user."""
+    root = tmp_path_factory.mktemp("git-workspace")
+    (root / "src").mkdir()
+    (root / "src" / "main.py").write_text("print('hello')\n")
+    (root / "data.json").write_text('{"name": "demo", "items": [1, 2, 3]}\n')
+    (root / "access.log").write_text("GET /a\nGET /b\nPOST /a\n")
+    identity = ["-c", "user.email=t@example.com", "-c", "user.name=T"]
+    for args in (["init", "-q", "-b", "main"], ["add", "."], [*identity, "commit", "-q", "-m", "first commit"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
+EXEC_PROGRAMS = [
+    ("git log --oneline", "first commit"),
+    ("awk '{print $1}' access.log", "GET\nGET\nPOST\n"),
+    ("jq -r .name data.json", "demo\n"),
+    ("tree src", "main.py"),
+    ("file data.json", "JSON"),
+]
+
+
+async def test_every_default_program_runs_in_the_image(git_repo: Path) -> None:
+    """The tool's own example (`git log`) and the programs it advertises run: the image installs them."""
+    results, status = await exec_and_status(stdio_params(git_repo), *(command for command, _ in EXEC_PROGRAMS))
+    for (command, expected), result in zip(EXEC_PROGRAMS, results, strict=True):
+        assert "error" not in result, (command, result)
+        assert result["exit_code"] == 0 and expected in result["stdout"], (command, result)
+    assert status["missing_programs"] == []
+
+
 def test_image_runs_as_a_non_root_user_with_workspace_as_root() -> None:
     config = json.loads(podman("image", "inspect", IMAGE).stdout)[0]["Config"]
     assert config["User"] == "10001:10001"

@@ -32,7 +32,7 @@ def add_bridge_commands(
         description="Print the tools as OpenAI function-calling `tools` definitions (JSON), under the policy of "
         "--config and the REPO_SANDBOX_<SECTION>_<KEY> variables: exactly what `ask` sends the model.",
     )
-    tools.add_argument("--config", metavar="FILE", help="TOML policy file (see config.example.toml)")
+    add_policy_flags(tools)
     _add_description_flag(tools)
 
     ask = sub.add_parser(
@@ -66,10 +66,12 @@ def run_bridge_command(args: argparse.Namespace) -> int:
     if args.command == "openai-tools":
         from repo_sandbox.bridge.openai import openai_tools
         from repo_sandbox.config.loader import load_settings
+        from repo_sandbox.stdout import emit
 
-        settings = load_settings(args.config)
+        overrides = {("workspace", "root"): args.root} if args.root else {}
+        settings = load_settings(args.config, overrides=overrides)
         tools = openai_tools(settings=settings, max_description_chars=args.max_description_chars)
-        print(json.dumps(tools, indent=2, ensure_ascii=False))
+        emit(json.dumps(tools, indent=2, ensure_ascii=False))
         return 0
     return _ask(args)
 
@@ -101,6 +103,7 @@ def _ask(args: argparse.Namespace) -> int:
     from repo_sandbox.bridge.openai import openai_tools
     from repo_sandbox.config.loader import load_settings
     from repo_sandbox.errors import SandboxError
+    from repo_sandbox.stdout import emit
     from repo_sandbox.workspace import Workspace
 
     overrides: dict[tuple[str, str], Any] = {}
@@ -134,11 +137,11 @@ def _ask(args: argparse.Namespace) -> int:
     except SandboxError as exc:
         print(f"repo-sandbox ask: {exc.code}: {exc.message}\n  hint: {exc.hint}", file=sys.stderr)
         if args.json and isinstance(exc, MaxRoundsExceededError):
-            print(json.dumps(exc.transcript.to_json(), indent=2, ensure_ascii=False))
+            emit(json.dumps(exc.transcript.to_json(), indent=2, ensure_ascii=False))
         return 1
     except KeyboardInterrupt:
         return 130
     finally:
         workspace.close()
-    print(json.dumps(result, indent=2, ensure_ascii=False) if isinstance(result, dict) else result)
+    emit(json.dumps(result, indent=2, ensure_ascii=False) if isinstance(result, dict) else result)
     return 0

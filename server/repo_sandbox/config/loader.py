@@ -174,6 +174,7 @@ def load_settings(
         where = sources.get(("workspace", "root"), file_label)
         raise ConfigError(f"{where}: [workspace] root: not a directory: {settings.workspace.root}")
     settings.workspace.root = str(root)
+    settings.workspace.mark_root_given(("workspace", "root") in sources)
     audit_path = settings.audit.path
     if audit_path not in ("", "-"):
         from_file = config_path is not None and sources.get(("audit", "path")) == file_label

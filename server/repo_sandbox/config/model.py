@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from repo_sandbox.config.exec_model import ExecConfig
 
@@ -118,6 +118,16 @@ class WorkspaceConfig(_Section):
 
     root: str = "."
     """Repository root. Relative paths are resolved against the config file's directory (or the cwd)."""
+    _root_given: bool = PrivateAttr(default=False)
+
+    @property
+    def root_given(self) -> bool:
+        """The root was chosen (flag, environment or file), not the default: client roots may only narrow it."""
+        return self._root_given
+
+    def mark_root_given(self, given: bool) -> None:
+        self._root_given = given
+
     deny: list[str] = Field(default_factory=lambda: list(DEFAULT_DENY))
     """Deny globs (gitignore syntax, case-insensitive). A denied path never appears in any result."""
     extra_deny: list[str] = Field(default_factory=list[str])
@@ -146,7 +156,8 @@ class LimitsConfig(_Section):
     """Size and time limits that bound every result."""
 
     max_file_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
-    """read_file refuses larger files (file_too_large); search_text and count_lines skip and count them."""
+    """search_text and count_lines skip and count larger files (search_text of one such file: file_too_large);
+    read_file still reads any line range of them."""
     max_output_bytes: int = Field(default=128 * 1024, ge=4096)
     """Largest serialised result of one call; longer results are truncated and say how to continue."""
     max_results: int = Field(default=1000, ge=1, le=100_000)

@@ -44,6 +44,7 @@ from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
 from repo_sandbox.exec.gitobjects import verify_objects
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
+from repo_sandbox.exec.installed import programs as installed_programs
 from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, stderr_cap, stdout_cap
 from repo_sandbox.exec.parse import CommandList, Pipeline, parse_command
 from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
@@ -128,9 +129,14 @@ class ExecService:
             "network": config.network,
             "limits": config.model_dump(include=set(REPORTED_LIMITS)),
         }
+        found = installed_programs(config)
         if programs:
-            report["ask"] = sorted(self.policy.ask)
-            report["programs"] = self.policy.describe()
+            report["ask"] = list(found.ask)
+            report["programs"] = {
+                name: entry for name, entry in self.policy.describe().items() if name not in found.missing
+            }
+        else:
+            report["missing_programs"] = list(found.missing)
         return report
 
     def judge(self, command: str, cwd: str) -> tuple[CommandList, Place, Judged]:
@@ -164,8 +170,19 @@ class ExecService:
         assert isinstance(evaluation, Evaluation)
         return evaluation, start.real
 
+    def _name_allowed(self, refusal: SandboxError) -> SandboxError:
+        """Put the programs that run here in a refusal's details (many clients cannot read the policy resource)."""
+        refusal.details["allowed_programs"] = installed_programs(self.config).short()
+        refusal.hint = (
+            "Use one of details.allowed_programs (each with its allowed options: repo-sandbox://policy), or a "
+            "dedicated tool: search_text, search_files, read_file, count_lines."
+        )
+        return refusal
+
     def _audit_refusal(self, refusal: SandboxError) -> None:
         details = refusal.details
+        if refusal.code == "command_not_allowed" and details.get("rule") == "exec.allow":
+            self._name_allowed(refusal)
         self.workspace.audit.decision(
             "command_denied",
             rule=str(details.get("rule") or refusal.code),
@@ -245,11 +262,12 @@ class ExecService:
                 self.workspace.audit.decision(
                     "command_denied", rule="installed programs", code="command_not_allowed", program=plan.program
                 )
-                raise CommandNotAllowedError(
-                    f"'{plan.program}' is allowed but not installed on this server.",
-                    hint="Use another program or a dedicated tool.",
-                    program=plan.program,
-                    rule="installed programs",
+                raise self._name_allowed(
+                    CommandNotAllowedError(
+                        f"'{plan.program}' is allowed but not installed on this server.",
+                        program=plan.program,
+                        rule="installed programs",
+                    )
                 )
             commands.append(command)
         return Built(commands, check)

@@ -88,10 +88,8 @@ def circuit_open_error(tool: str, blocked: Blocked) -> CircuitOpenError:
     return CircuitOpenError(
         f"{tool} is temporarily blocked for arguments like {describe(circuit.signature)}: "
         f"{circuit.failures} similar calls failed in a row (last error: {last.code}).",
-        hint=(
-            f"Do not repeat this call. The last error said: {last.hint} Change the approach (other arguments "
-            f"or another tool); a single trial call of similar arguments is allowed after {retry_after} s."
-        ),
+        # One instruction: the last error's own hint (often "..., then retry") stays in details.last_error.
+        hint="Change the approach: use other arguments or another tool (details.last_error says what failed).",
         tool=tool,
         failures=circuit.failures,
         last_error=last.as_dict(),

@@ -80,9 +80,26 @@ def lines_in(data: bytes, start: int, *, keep_bytes: int) -> Iterator[RawLine]:
         position = end + 1
 
 
-def iter_lines(fd: int, *, keep_bytes: int) -> Iterator[RawLine]:
-    """Yield the file's lines from the start, keeping at most `keep_bytes` of each line in memory."""
-    position = 0
+def seek_line(fd: int, count: int) -> int:
+    """Offset in the file just after its `count`th newline (the file's size when it has fewer): the start of
+    line `count + 1`. Chunk by chunk, counting newlines, so that a page deep in a large file is reached at
+    the speed of `bytes.count` rather than line by line."""
+    position, to_skip = 0, count
+    while to_skip:
+        chunk = os.pread(fd, CHUNK_BYTES, position)
+        if not chunk:
+            break
+        in_chunk = chunk.count(b"\n")
+        if in_chunk >= to_skip:
+            return position + after_newlines(chunk, 0, to_skip)
+        position, to_skip = position + len(chunk), to_skip - in_chunk
+    return position
+
+
+def iter_lines(fd: int, *, keep_bytes: int, start: int = 0) -> Iterator[RawLine]:
+    """Yield the file's lines from offset `start` (a line's start), keeping at most `keep_bytes` of each line
+    in memory."""
+    position = start
     partial: list[bytes] = []
     partial_kept = 0
     partial_len = 0

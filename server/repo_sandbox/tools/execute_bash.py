@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from repo_sandbox.config.model import Settings
+from repo_sandbox.exec.installed import programs
 from repo_sandbox.exec.service import exec_service
 from repo_sandbox.tools._args import ToolArgs
 from repo_sandbox.tools._results import ResultModel
@@ -19,10 +21,8 @@ For what the other tools cannot do: git history and diffs (`git log`, `git diff`
 and lists joined by `&&`, `||`, `;` (`cd DIR` in a list moves the rest), no shell script: `&`, `( )`,
 `$VAR`, `$(...)`, backticks, `~`, `{a,b}` and redirections other than to /dev/null or `2>&1` are refused.
 Quotes work as in bash; globs are expanded for you.
-Only allowlisted programs and options run (repo-sandbox://policy): cat head tail wc ls find grep
-rg sed awk sort uniq cut tr nl tac column diff tree file stat du jq echo printf basename dirname realpath pwd
-base64 md5sum sha1sum sha256sum sha512sum xxd od hexdump comm paste join expand fold fmt rev seq sleep which
-date numfmt printenv test [ expr and the read-only git sub-commands. Spell long options in full.
+Only allowlisted programs and options run (repo-sandbox://policy): {programs}.
+Spell long options in full.
 Only a throwaway /tmp is writable. A non-zero exit code is a normal result. Output is capped (head and tail
 kept).
 
@@ -30,6 +30,16 @@ Example: {"command": "git log --oneline -10 -- src/server.py"}
 Common mistake: using grep or find here to search code; use search_text and search_files (faster, paged,
 respect .gitignore).
 """
+
+
+def description(settings: Settings | None) -> str:
+    """DESCRIPTION naming the allowed programs that are installed on this server (`exec.installed`)."""
+    found = programs(None if settings is None else settings.exec)
+    names = [name for name in found.allow if name != "git"]
+    line = " ".join(names) + (" and the read-only git sub-commands" if "git" in found.allow else "")
+    if found.ask:
+        line += f"; with the user's approval: {' '.join(found.ask)}"
+    return DESCRIPTION.replace("{programs}", line)
 
 
 class ExecuteBashArgs(ToolArgs):

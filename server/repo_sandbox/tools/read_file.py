@@ -9,7 +9,7 @@ from typing import Annotated, Final
 import anyio
 from pydantic import Field
 
-from repo_sandbox.errors import BinaryFileError, FileTooLargeError, InvalidArgumentsError
+from repo_sandbox.errors import BinaryFileError, InvalidArgumentsError
 from repo_sandbox.policy.paths import OpenedFile
 from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
 from repo_sandbox.tools._results import OutputMeter, Paged
@@ -27,6 +27,7 @@ from repo_sandbox.tools._textfile import (
     looks_binary,
     read_head,
     read_whole,
+    seek_line,
 )
 from repo_sandbox.workspace import Workspace
 
@@ -104,16 +105,11 @@ def read_file(ws: Workspace, args: ReadFileArgs) -> ReadFileResult:
 
 def read_opened(ws: Workspace, args: ReadFileArgs, opened: OpenedFile) -> ReadFileResult:
     """`read_file` of a file the jail opened; closes it. A file of up to `WHOLE_FILE_BYTES` is read at once
-    and its page cut from memory; a larger one is streamed (bounded memory). Both give the same result."""
+    and its page cut from memory; a larger one is streamed (bounded memory), whatever its size: the
+    `max_file_bytes` cap is for whole-file work (search_text, count_lines), not for a page. Both give the
+    same result."""
     limits = ws.limits
     try:
-        if opened.size > limits.max_file_bytes:
-            raise FileTooLargeError(
-                f"'{args.path}' is {opened.size} bytes; the limit for read_file is {limits.max_file_bytes}.",
-                path=args.path,
-                size_bytes=opened.size,
-                max_file_bytes=limits.max_file_bytes,
-            )
         data = read_whole(opened.fd) if opened.size <= WHOLE_FILE_BYTES else None
         head = read_head(opened.fd) if data is None else data[:SNIFF_BYTES]
         if looks_binary(head):
@@ -137,7 +133,8 @@ def read_opened(ws: Workspace, args: ReadFileArgs, opened: OpenedFile) -> ReadFi
         if page is None:
             keep = limits.max_line_chars * 4 + 4
             if data is None:
-                lines = enumerate(iter_lines(opened.fd, keep_bytes=keep), start=1)
+                start = seek_line(opened.fd, args.offset - 1)
+                lines = enumerate(iter_lines(opened.fd, keep_bytes=keep, start=start), start=args.offset)
             else:
                 lines = enumerate(
                     lines_in(data, after_newlines(data, 0, args.offset - 1), keep_bytes=keep), args.offset

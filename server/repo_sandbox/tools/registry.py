@@ -30,6 +30,11 @@ class ToolSpec:
     open_world: bool = False
     needs_elicitation: bool = False
     """Listed only to clients that can ask their user (MCP elicitation)."""
+    describe: Callable[[Settings | None], str] | None = None
+    """The description under the operator's settings, when it depends on them (execute_bash names the programs)."""
+
+    def description_for(self, settings: Settings | None) -> str:
+        return self.description if self.describe is None else self.describe(settings)
 
     def offered(self, settings: Settings | None, *, can_elicit: bool) -> bool:
         """Whether a client is shown this tool: not `ask_user` to one that cannot elicit, not `execute_bash`
@@ -223,6 +228,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         name="execute_bash",
         title="Run a read-only command",
         description=execute_bash.DESCRIPTION,
+        describe=execute_bash.description,
         args_model=execute_bash.ExecuteBashArgs,
         result_models=(execute_bash.ExecuteBashResult,),
         body=execute_bash.execute_bash,

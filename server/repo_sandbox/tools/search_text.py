@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -11,6 +12,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from repo_sandbox.engine.request import LineHit, Progress, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.select import iter_file_hits
+from repo_sandbox.errors import FileTooLargeError, SandboxError
 from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
 from repo_sandbox.tools._results import OutputMeter, Paged, ResultModel, page_offsets
 from repo_sandbox.tools._textfile import cut_text
@@ -187,6 +189,28 @@ def _match_row(path: str, hit: LineHit, max_chars: int, meter: OutputMeter, path
     return TextMatch.model_construct(path=path, line=hit.line, text=text, before=before, after=after)
 
 
+def _refuse_one_file_too_large(ws: Workspace, path: str) -> None:
+    """A search of one file that is over `max_file_bytes` says so (a walk skips and counts such files).
+
+    Raises:
+        FileTooLargeError: naming what works on that file instead.
+    """
+    if path in ("", "."):
+        return
+    try:
+        opened = ws.jail.open_file(path)
+    except SandboxError:  # a directory, or a refusal the search itself reports
+        return
+    os.close(opened.fd)
+    if opened.size > ws.limits.max_file_bytes:
+        raise FileTooLargeError(
+            f"'{path}' is {opened.size} bytes; search_text skips files over {ws.limits.max_file_bytes} bytes.",
+            path=path,
+            size_bytes=opened.size,
+            max_file_bytes=ws.limits.max_file_bytes,
+        )
+
+
 def search_text(
     ws: Workspace, args: SearchTextArgs, *, cancel: threading.Event | None = None, progress: Progress | None = None
 ) -> SearchTextResult:
@@ -198,6 +222,7 @@ def search_text(
         SandboxError: invalid_regex, invalid_glob, timeout, and the jail's refusals for `path`.
     """
     limits = ws.limits
+    _refuse_one_file_too_large(ws, args.path)
     content = args.output_mode == "content"
     end = args.offset + min(args.limit, limits.max_results)
     meter = OutputMeter(limits.max_output_bytes)

@@ -32,6 +32,7 @@ from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream,
 from mcp.shared.message import SessionMessage
 
 from repo_sandbox.app import build_server
+from repo_sandbox.roots import RootPolicy
 from repo_sandbox.transports.framing import BadFrame, read_message
 from repo_sandbox.workspace import Workspace
 
@@ -51,13 +52,16 @@ class StopServing(Exception):
         self.message = message
 
 
-def serve_stdio(workspace: Workspace, *, after_handshake: Callable[[], None] | None = None) -> int:
+def serve_stdio(
+    workspace: Workspace, *, roots: RootPolicy | None = None, after_handshake: Callable[[], None] | None = None
+) -> int:
     """Serve until stdin closes; returns the exit status.
 
     `after_handshake` runs in a daemon thread once the first answer (to `initialize`) is written, so that
-    start-up work the handshake does not need does not delay it; it may raise `StopServing`.
+    start-up work the handshake does not need does not delay it; it may raise `StopServing`. `roots`: how the
+    client's MCP roots count (`app.build_server`).
     """
-    server = build_server(workspace)
+    server = build_server(workspace, roots=roots)
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what MCPServer.run_stdio_async runs
     stopped: list[StopServing] = []
 

@@ -23,7 +23,9 @@ async def test_breaker_opens_blocks_half_opens_and_closes(
         blocked = await session.call("read_file", MISSING)
         assert blocked["code"] == "circuit_open"
         assert blocked["category"] == "unavailable"
-        assert blocked["retryable"] is True
+        # one instruction (issue 21): not retryable, no "do not repeat" next to "then retry"
+        assert blocked["retryable"] is False
+        assert "retry" not in blocked["hint"].lower() and "do not repeat" not in blocked["hint"].lower()
         assert blocked["details"]["failures"] == 3
         assert blocked["details"]["last_error"]["code"] == "not_found"
         assert blocked["details"]["retry_after_s"] == 300.0
