@@ -34,7 +34,7 @@ async def resource(client: Client, uri: str) -> dict[str, Any]:
 
 def listed_programs(description: str) -> list[str]:
     match = re.search(
-        r"read repo-sandbox://policy\): (.*?)(?: and the read-only git sub-commands)?\.", description, re.DOTALL
+        r"run \(repo-sandbox://policy\): (.*?)(?: and the read-only git sub-commands)?\.", description, re.DOTALL
     )
     assert match, description
     return match.group(1).split()

@@ -13,8 +13,8 @@ from repo_sandbox.tools._args import ToolArgs
 from repo_sandbox.tools._results import ResultModel
 from repo_sandbox.workspace import Workspace
 
-DESCRIPTION = """Run a read-only command line in the repository, inside a sandbox; prints its stdout, then
-`[stderr]` and its stderr when there is any, then `[exit code N]`.
+DESCRIPTION = """Run read-only commands in the repository, in a sandbox; prints stdout, then `[stderr]` and
+stderr if any, then `[exit code N]`.
 
 For what the other tools cannot do: git history and diffs (`git log`, `git diff`, `git show`,
 `git blame`), pipelines over text (`sort | uniq -c`, `awk`, `jq`), file metadata. Commands, `|` pipelines
@@ -23,8 +23,7 @@ and lists joined by `&&`, `||`, `;` (`cd DIR` in a list moves the rest), no shel
 Quotes work as in bash; globs are expanded for you.
 Only allowlisted programs and options run (repo-sandbox://policy): {programs}.
 Spell long options in full.
-Only a throwaway /tmp is writable. A non-zero exit code is a normal result. Output is capped (head and tail
-kept).
+Only a throwaway /tmp is writable; a non-zero exit code is a normal result; output is capped (head and tail).
 
 Example: {"command": "git log --oneline -10 -- src/server.py"}
 Common mistake: using grep or find here to search code; use search_text and search_files (faster, paged,
