@@ -59,8 +59,8 @@ def test_forced_safety_flags_are_inserted(command: str, expected: list[list[str]
 def test_git_gets_hardening_flags_and_deny_list_exclusions() -> None:
     ((binary, *args),) = evaluate("git log -p -5")
     assert binary == "git"
-    assert args[:3] == ["log", "--no-ext-diff", "--no-textconv"]
-    assert args[3:5] == ["-p", "-5"]
+    assert args[:4] == ["log", "--no-ext-diff", "--no-textconv", "--no-notes"]
+    assert args[4:6] == ["-p", "-5"]
     assert ":(exclude,glob,icase,top)**/.env*" in args
     ((_, *blame),) = evaluate("git blame README.md")
     assert blame == ["blame", "--no-textconv", "README.md"]

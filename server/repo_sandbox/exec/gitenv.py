@@ -8,6 +8,12 @@ driver the configuration names is pointed at `cat`. Driver names are listed with
 --get-regexp`, which reads configuration and runs nothing; the list is cached per `.git/config` state.
 `GIT_DIR`/`GIT_WORK_TREE` pin the repository (overriding `core.worktree`), and
 `GIT_CEILING_DIRECTORIES` stops discovery from leaving the root.
+
+Ref-level indirection: `GIT_NO_REPLACE_OBJECTS` ignores replace refs (`git replace <README blob> <.env blob>`
+made `git show HEAD:README.md` print the protected file) and `GIT_GRAFT_FILE=/dev/null` ignores
+`info/grafts` (which can give a commit any parent, one holding a protected blob under an innocent name).
+A repository whose `objects/info/alternates` borrows objects from another store (a protected directory of
+the repository, or anywhere outside it) is refused (`check_repository`): git would read that store directly.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import subprocess
 import threading
 from typing import Final
 
-from repo_sandbox.errors import SandboxFailedError
+from repo_sandbox.errors import ArgumentNotAllowedError, SandboxFailedError
 from repo_sandbox.exec.view import is_real_dir
 
 OVERRIDES: Final[tuple[tuple[str, str], ...]] = (
@@ -65,6 +71,8 @@ BASE_ENV: Final[dict[str, str]] = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_ALLOW_PROTOCOL": "",
     "GIT_ADVICE": "0",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_GRAFT_FILE": "/dev/null",
 }
 
 HOST_ENV: Final = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8"}
@@ -93,6 +101,36 @@ def _driver_overrides(names: list[str]) -> list[tuple[str, str]]:
     return overrides
 
 
+MAX_ALTERNATES_BYTES: Final = 65536
+_ALTERNATES_DEPTH: Final = 5
+"""git follows alternates of alternates this deep."""
+
+
+def _borrows_from_inside(objects: str, root: str, depth: int = 0) -> bool:
+    """Whether `objects/info/alternates` (or one it names, as git follows them) names a store inside `root`.
+    Anything that cannot be read or understood counts as inside (fail closed)."""
+    path = os.path.join(objects, "info", "alternates")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_ALTERNATES_BYTES + 1)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if len(data) > MAX_ALTERNATES_BYTES or depth >= _ALTERNATES_DEPTH:
+        return bool(data.strip())
+    for raw in data.decode("utf-8", "surrogateescape").splitlines():
+        entry = raw.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        if entry.startswith('"'):
+            return True  # a C-quoted path: not worth decoding, fail closed
+        store = os.path.realpath(os.path.join(objects, entry))
+        if os.path.commonpath([store, root]) == root or _borrows_from_inside(store, root, depth + 1):
+            return True
+    return False
+
+
 class GitHardening:
     """Builds the hardened environment for git stages of one repository root."""
 
@@ -111,6 +149,21 @@ class GitHardening:
             env["GIT_DIR"] = os.path.join(self.root, ".git")
             env["GIT_WORK_TREE"] = self.root
         return env
+
+    def check_repository(self) -> None:
+        """Refuse git in a repository that borrows objects from a store inside the root (a protected directory
+        could hold one); a store outside is unreadable under an OS sandbox.
+
+        Raises: ArgumentNotAllowedError.
+        """
+        git_dir = os.path.join(self.root, ".git")
+        if is_real_dir(git_dir) and _borrows_from_inside(os.path.join(git_dir, "objects"), os.path.realpath(self.root)):
+            raise ArgumentNotAllowedError(
+                "git: this repository borrows objects from a store inside it (objects/info/alternates), "
+                "which git would read past the deny-list.",
+                hint="git commands are unavailable for this repository; use the read-only tools.",
+                program="git", option="objects/info/alternates", rule="git: alternates",
+            )  # fmt: skip
 
     def _config_key(self) -> tuple[int, int, int] | None:
         try:

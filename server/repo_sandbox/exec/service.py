@@ -188,6 +188,7 @@ class ExecService:
             env = {**base_env, **plan.env, **(self.git.env() if plan.needs_git_dir else {})}
             args = plan.args
             if plan.needs_git_dir:
+                self.git.check_repository()
                 verify_objects(plan.objects, self.git.git_binary, self.git.host_env(), host_cwd)
             if plan.needs_git_dir and prune and backend is not Backend.NONE and "GIT_DIR" in env:
                 args, pruned = self.excludes.prune(args, view, single=plan.single_pathspec)

@@ -16,7 +16,8 @@
 - Objects named without a path (`git show <blob id>`, `HEAD^{tree}`, a tag of a blob, a subtree) are
   resolved before the command runs and must be commits, or files as `REV:path` (`policy.gitrevs`). `show`
   takes no ref-listing options (`--all`, `--tags`, ... reach tags of blobs), and `branch`/`tag --format` no
-  `%(raw)` (an object's content). `describe` takes commits only (it names the path
+  `%(raw)` (an object's content). Notes and replace refs stay out of every revision (`policy.gitrefs`).
+  `describe` takes commits only (it names the path
   of a blob). Option values that are revisions (`--default`, `--find-object`, ...) are checked like operands.
 - Options that print past the pathspecs are refused (`--full-diff`, `--pickaxe-all`, `status -v`); `blame`,
   which follows renames and names each line's source file, runs only where no commit it may walk deletes a
@@ -32,6 +33,7 @@ from typing import Final
 
 from repo_sandbox.policy._argv import ParsedArgs, parse_args, refuse
 from repo_sandbox.policy.gitcommands import DENIED_SUBCOMMANDS, REVISION_VALUES, SUBCOMMANDS, Subcommand
+from repo_sandbox.policy.gitrefs import check_ref_names, exclude_hidden_refs
 from repo_sandbox.policy.gitrevs import RESOLVING, object_checks, split_revision
 from repo_sandbox.policy.programs import ObjectCheck, PathChecker, RenameFollowing, StagePlan
 
@@ -206,6 +208,7 @@ class GitRule:
         if sub.check is not None:
             sub.check(parsed)
         objects = self._check_operands(sub, parsed, paths)
+        rest = exclude_hidden_refs(rest, parsed)
         head = tuple(name.split())
         tail: tuple[str, ...] = ()
         if _two_files(sub, parsed):
@@ -271,6 +274,7 @@ def _check_revision(operand: str, paths: PathChecker) -> None:
         if operand[2:]:  # a search of commit messages, or (when none matches) a pathspec from the top
             paths.pathspec(operand[2:], from_top=True)
         return
+    check_ref_names(operand)
     split = split_revision(operand)
     if split is None:
         paths.pathspec(operand, from_top=False)
