@@ -51,6 +51,7 @@ OVERRIDES: Final[tuple[tuple[str, str], ...]] = (
     ("status.submoduleSummary", "false"),
     ("submodule.recurse", "false"),
     ("uploadpack.packObjectsHook", ""),
+    ("advice.graftFileDeprecated", "false"),
 )
 """Overrides for keys that make read-only git commands run programs or reach outside the repository."""
 
@@ -140,6 +141,7 @@ class GitHardening:
         self._lock = threading.Lock()
         self._cache_key: tuple[int, int, int] | None = None
         self._drivers: list[tuple[str, str]] = []
+        self._includes: list[str] = []
         self._env_cache: tuple[object, dict[str, str]] | None = None
 
     def repo_env(self) -> dict[str, str]:
@@ -174,26 +176,47 @@ class GitHardening:
 
     def drivers(self) -> list[tuple[str, str]]:
         """Overrides for every filter/diff driver the repository config names (cached per config state)."""
+        return self._read_config()[0]
+
+    def includes(self) -> list[str]:
+        """The files the repository config includes (`include.path`, every `includeIf.*.path` whatever its
+        condition), as absolute host paths (cached per config state)."""
+        return self._read_config()[1]
+
+    def _read_config(self) -> tuple[list[tuple[str, str]], list[str]]:
         key = self._config_key()
         with self._lock:
             if key is None:
-                return []
+                return [], []
             if key != self._cache_key:
-                self._drivers = _driver_overrides(self._list_driver_keys())
+                self._drivers = _driver_overrides(self._config_values(r"^(filter|diff)\.", names=True))
+                self._includes = self._include_paths()
                 self._cache_key = key
-            return self._drivers
+            return self._drivers, self._includes
+
+    def _include_paths(self) -> list[str]:
+        words = self._config_values(r"^include(if\..+)?\.path$", names=False)
+        paths: list[str] = []
+        for origin, entry in zip(words[::2], words[1::2], strict=False):
+            value = entry.partition("\n")[2]
+            origin_dir = os.path.dirname(os.path.join(self.root, origin.removeprefix("file:")))
+            expanded = HOST_ENV["HOME"] + value[1:] if value.startswith("~/") else value
+            paths.append(os.path.normpath(os.path.join(origin_dir, expanded)))
+        return paths
 
     def host_env(self) -> dict[str, str]:
         """The environment for git runs on the host that only read (`exec.gitnames`): fully hardened."""
         return {**HOST_ENV, **self.env()}
 
-    def _list_driver_keys(self) -> list[str]:
+    def _config_values(self, pattern: str, *, names: bool) -> list[str]:
+        """`git config --get-regexp pattern`, NUL-separated: the names, or (origin, "name\\nvalue") pairs."""
         if self.git_binary is None:
             return []
         env = {**HOST_ENV, **BASE_ENV, **self.repo_env()}
+        shape = ["--name-only"] if names else ["--show-origin"]
         try:
             result = subprocess.run(
-                [self.git_binary, "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff)\."],
+                [self.git_binary, "config", "--null", *shape, "--get-regexp", pattern],
                 env=env,
                 cwd=self.root,
                 stdin=subprocess.DEVNULL,
