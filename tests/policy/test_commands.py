@@ -16,6 +16,7 @@ from repo_sandbox.policy.commands import CommandPolicy, PolicyExampleError
 from repo_sandbox.policy.decision import Decision, Verdict, strictest
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.git import exclusion_pathspecs
+from repo_sandbox.policy.gitrefs import NOTE_EXCLUSIONS
 from repo_sandbox.policy.operands import LexicalPaths
 from repo_sandbox.policy.programs import ProgramSpec
 
@@ -64,6 +65,25 @@ def test_git_gets_hardening_flags_and_deny_list_exclusions() -> None:
     assert ":(exclude,glob,icase,top)**/.env*" in args
     ((_, *blame),) = evaluate("git blame README.md")
     assert blame == ["blame", "--no-textconv", "README.md"]
+
+
+def test_git_excludes_the_files_of_notes_trees_but_takes_commit_ids() -> None:
+    """A notes tree names its files after commit ids: excluded wherever files print, refused as paths; an
+    id is still a revision (blame's first operand too). --follow takes one pathspec: not these."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    ((_, *args),) = evaluate(f"git log -p {commit}")
+    assert (
+        commit in args
+        and NOTE_EXCLUSIONS[0] in args
+        and args[-len(exclusion_pathspecs(DEFAULT_DENY)) - 1].startswith(":(exclude,glob,icase,top)**/[0-9a-f]")
+    )
+    ((_, *blame),) = evaluate(f"git blame {commit} -- README.md")
+    assert blame == ["blame", "--no-textconv", commit, "--", "README.md"]
+    ((_, *follow),) = evaluate("git log --follow -- src/a.py")
+    assert not set(NOTE_EXCLUSIONS) & set(follow)
+    for command in (f"git show HEAD:{commit}", f"git log -- ab/{commit[2:]}", f"git blame HEAD {commit}", f"git blame {commit} HEAD",
+                    f"git cat-file -p HEAD:x/{commit[:36]}", f"git ls-files {commit}"):  # fmt: skip
+        assert refusal(command).code == "argument_not_allowed", command
 
 
 def test_git_follow_gets_the_exclusions_and_is_marked_single_pathspec() -> None:

@@ -85,6 +85,7 @@ def repos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             git(root, "config", "branch.main.remote", ".")  # main@{upstream} is then the notes ref
             git(root, "config", "branch.main.merge", "refs/notes/commits")
             git(root, "config", "remote.pushDefault", ".")
+            git_out(root, "symbolic-ref", "refs/heads/alias", "refs/notes/commits")  # a branch that is the notes ref
         elif kind == "grafts":
             (root / ".git" / "info").mkdir(exist_ok=True)
             graft = f"{ids['HEAD_ID']} {secret_commit(root, ids['ENVBLOB'])}\n"
@@ -182,6 +183,27 @@ ROWS: list[tuple[str, str, str]] = [
     ("notes", "git log -p --branches=../notes/*", RAN),
     ("notes", "git log -1 --show-notes", REFUSED),
     ("notes", "git log -1 --standard-notes", REFUSED),
+    # the notes commits by other names: their id, a message search, a branch that is a symbolic ref to them
+    ("notes", "git log -p NOTES_ID", RAN),
+    ("notes", "git show NOTES_ID", RAN),
+    ("notes", "git show --stat NOTES_ID", RAN),
+    ("notes", "git log -p --name-only NOTES_ID", RAN),
+    ("notes", "git log -p ':/Notes added'", RAN),
+    ("notes", "git log -p alias", RAN),
+    ("notes", "git diff main NOTES_ID", RAN),
+    ("notes", "git diff main NOTES_ID -- .", RAN),
+    ("notes", "git grep -e INDIRECT NOTES_ID", RAN),
+    ("notes", "git grep -e INDIRECT alias", RAN),
+    ("notes", "git show NOTES_ID:HEAD_ID", REFUSED),
+    ("notes", "git cat-file -p NOTES_ID:HEAD_ID", REFUSED),
+    ("notes", "git cat-file -p alias:HEAD_ID", REFUSED),
+    ("notes", "git log -p NOTES_ID -- HEAD_ID", REFUSED),
+    ("notes", "git log --follow -p NOTES_ID -- HEAD_ID", REFUSED),
+    ("notes", "git log -p NOTES_ID -- ':(top)HEAD_ID'", REFUSED),
+    ("notes", "git blame NOTES_ID -- HEAD_ID", REFUSED),
+    ("notes", "git blame NOTES_ID HEAD_ID", REFUSED),
+    ("notes", "git ls-files HEAD_ID", REFUSED),
+    ("notes", "git diff main:README.md NOTES_ID:HEAD_ID", REFUSED),
     ("grafts", "git log -p", RAN),
     ("grafts", "git log -p -2", RAN),
     ("grafts", "git show HEAD~1", RAN),
@@ -239,6 +261,8 @@ async def call(client: Client, command: str) -> tuple[bool, dict[str, Any]]:
 
 
 def fill(command: str, root: Path) -> str:
+    if "NOTES_ID" in command:
+        command = command.replace("NOTES_ID", git_out(root, "rev-parse", "refs/notes/commits"))
     return command.replace("HEAD_ID", git_out(root, "rev-parse", "main")).replace(
         "RBLOB", git_out(root, "rev-parse", "main:README.md")
     )

@@ -33,7 +33,13 @@ from typing import Final
 
 from repo_sandbox.policy._argv import ParsedArgs, parse_args, refuse
 from repo_sandbox.policy.gitcommands import DENIED_SUBCOMMANDS, REVISION_VALUES, SUBCOMMANDS, Subcommand
-from repo_sandbox.policy.gitrefs import check_ref_names, exclude_hidden_refs
+from repo_sandbox.policy.gitrefs import (
+    NOTE_EXCLUSIONS,
+    NOTE_READERS,
+    check_note_path,
+    check_ref_names,
+    exclude_hidden_refs,
+)
 from repo_sandbox.policy.gitrevs import RESOLVING, object_checks, split_revision
 from repo_sandbox.policy.programs import ObjectCheck, PathChecker, RenameFollowing, StagePlan
 
@@ -215,9 +221,11 @@ class GitRule:
             objects = tuple(replace(check, must_exist=True) for check in objects)
         elif sub.excludes:
             tail = exclusion_pathspecs(self.deny_patterns)
+        follow = bool(tail) and parsed.has("--follow")  # one pathspec only: its own, never a note's name
+        notes = NOTE_EXCLUSIONS if tail and not follow and name in NOTE_READERS else ()
         return StagePlan(
-            "git", "git", (*head, *sub.forced, *rest, *tail), needs_git_dir=True,
-            objects=objects, single_pathspec=bool(tail) and parsed.has("--follow"),
+            "git", "git", (*head, *sub.forced, *rest, *notes, *tail), needs_git_dir=True,
+            objects=objects, single_pathspec=follow,
             follows_renames=_blame_walk(parsed) if name == "blame" else None,
         )  # fmt: skip
 
@@ -240,8 +248,11 @@ class GitRule:
             if index in after or sub.operands == "paths":
                 path, from_top, exclude = _split_pathspec_magic(operand)
                 if not exclude and path:
+                    check_note_path(path)
                     paths.pathspec(path, from_top=from_top)
                 continue
+            if sub.name == "blame" and not parsed.saw_double_dash:
+                check_note_path(operand)  # `blame FILE REV` works too: which is the file shows only with `--`
             _check_revision(operand, paths)
             if resolves and not operand.startswith(":("):
                 objects.extend(object_checks(operand, sub.name))
@@ -268,6 +279,7 @@ def _check_revision(operand: str, paths: PathChecker) -> None:
     if operand.startswith(":("):
         path, from_top, exclude = _split_pathspec_magic(operand)
         if not exclude and path:
+            check_note_path(path)
             paths.pathspec(path, from_top=from_top)
         return
     if operand.startswith(":/"):
@@ -280,6 +292,7 @@ def _check_revision(operand: str, paths: PathChecker) -> None:
         paths.pathspec(operand, from_top=False)
         return
     path = split[1]
+    check_note_path(path)
     if path.startswith(("./", "../")):
         paths.pathspec(path, from_top=False)
     elif path:

@@ -8,7 +8,11 @@ matches. The environment half (`GIT_NO_REPLACE_OBJECTS`, no grafts) lives in `ex
   `refs/replace/<id>^{}`, `A..notes/x`, `notes/commits@{1}`) and `@{upstream}`/`@{push}` (the configuration
   of the repository decides which ref they name) are refused;
 - every ref-listing option (`--all`, `--glob`, `--branches`, `--tags`, `--remotes`) is preceded by
-  `--exclude` of both namespaces (git forgets exclusions after each listing option, so each gets its own).
+  `--exclude` of both namespaces (git forgets exclusions after each listing option, so each gets its own);
+- the notes commits themselves stay reachable by other names (their object id from `git show-ref`, `:/Notes`,
+  a branch that is a symbolic ref to the notes ref): the files of a notes tree, named after the object they
+  annotate (`<40 hex>`, `ab/<38 hex>`, ...), are excluded from every git command that prints files
+  (`NOTE_EXCLUSIONS`), and a path or `REV:path` naming one is refused.
 """
 
 from __future__ import annotations
@@ -26,6 +30,24 @@ REF_LISTING: Final = frozenset({"--all", "--glob", "--branches", "--tags", "--re
 _HIDDEN_NAME: Final = re.compile(r"^(refs/+)?(notes|replace)(/|$)", re.IGNORECASE)
 _CONFIGURED: Final = re.compile(r"@\{\s*(u|upstream|push)\s*\}", re.IGNORECASE)
 _NAME_END: Final = re.compile(r"[\^~@:{]")
+NOTE_NAME_LENGTHS: Final = (34, 36, 38, 40, 58, 60, 62, 64)
+"""Hex digits in a notes tree's file names: a SHA-1 or SHA-256 id less 0-3 levels of two-digit fan-out."""
+NOTE_EXCLUSIONS: Final = tuple(f":(exclude,glob,icase,top)**/{'[0-9a-f]' * n}" for n in NOTE_NAME_LENGTHS)
+NOTE_READERS: Final = frozenset({"log", "show", "diff", "shortlog", "rev-list", "grep"})
+"""The sub-commands that print the files of commits they are named (status and ls-files read the index)."""
+_NOTE_NAME: Final = re.compile(r"[0-9a-fA-F]{34,64}")
+
+
+def check_note_path(path: str) -> None:
+    """Refuse a path with a name shaped like a notes tree's file (34 to 64 hex digits).
+
+    Raises: Refused.
+    """
+    if any(_NOTE_NAME.fullmatch(name) for name in path.split("/")):
+        raise refuse(
+            "git", path, "a name of 34 to 64 hex digits is how notes store any blob, a protected file's included.",
+            rule="git: refs",
+        )  # fmt: skip
 
 
 def check_ref_names(operand: str) -> None:
