@@ -16,7 +16,7 @@ from repo_sandbox.policy.commands import CommandPolicy, PolicyExampleError
 from repo_sandbox.policy.decision import Decision, Verdict, strictest
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.git import exclusion_pathspecs
-from repo_sandbox.policy.gitrefs import NOTE_EXCLUSIONS
+from repo_sandbox.policy.gitrefs import NOTE_EXCLUSIONS, REF_EXCLUSIONS
 from repo_sandbox.policy.operands import LexicalPaths
 from repo_sandbox.policy.programs import ProgramSpec
 
@@ -84,6 +84,24 @@ def test_git_excludes_the_files_of_notes_trees_but_takes_commit_ids() -> None:
     for command in (f"git show HEAD:{commit}", f"git log -- ab/{commit[2:]}", f"git blame HEAD {commit}", f"git blame {commit} HEAD",
                     f"git cat-file -p HEAD:x/{commit[:36]}", f"git ls-files {commit}"):  # fmt: skip
         assert refusal(command).code == "argument_not_allowed", command
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("git log --all", ["log", "--no-ext-diff", "--no-textconv", "--no-notes", *REF_EXCLUSIONS, "--all"]),
+        ("git rev-parse --glob=x --all", ["rev-parse", *REF_EXCLUSIONS, "--glob=x", *REF_EXCLUSIONS, "--all"]),
+        ("git rev-list --grep --all --tags", ["rev-list", "--no-notes", "--grep", "--all", *REF_EXCLUSIONS, "--tags"]),
+        ("git branch --all", ["branch", "--all"]),  # a listing of branches, no walk: takes no --exclude
+        ("git merge-base --all HEAD HEAD~1", ["merge-base", "--all", "HEAD", "HEAD~1"]),
+        ("git describe --all", ["describe", "--all"]),
+        ("git name-rev --all", ["name-rev", "--all"]),
+        ("git show-ref --tags", ["show-ref", "--tags"]),
+    ],
+)
+def test_ref_lists_of_revision_walks_skip_notes_and_replace_refs(command: str, expected: list[str]) -> None:
+    ((_, *args),) = evaluate(command)
+    assert args[: len(expected)] == expected
 
 
 def test_git_follow_gets_the_exclusions_and_is_marked_single_pathspec() -> None:

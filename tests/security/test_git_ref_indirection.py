@@ -291,6 +291,9 @@ WORKS: list[tuple[str, str, str]] = [
     ("notes", "git log --oneline", "start"),
     ("notes", "git log -p --all --format=%s", "docs"),
     ("notes", "git show-ref", "refs/notes/commits"),
+    ("notes", "git branch --all", "main"),  # ref lists that are not walks get no --exclude (they refuse it)
+    ("notes", "git describe --all", "heads/main"),
+    ("notes", "git merge-base --all main main", ""),
     ("grafts", "git log --oneline", "start"),
     ("stash", "git stash list", "stash@{0}"),
     ("stash", "git show --stat stash@{0}", "README.md"),

@@ -214,7 +214,7 @@ class GitRule:
         if sub.check is not None:
             sub.check(parsed)
         objects = self._check_operands(sub, parsed, paths)
-        rest = exclude_hidden_refs(rest, parsed)
+        rest = exclude_hidden_refs(name, rest, parsed)
         head = tuple(name.split())
         tail: tuple[str, ...] = ()
         if _two_files(sub, parsed):

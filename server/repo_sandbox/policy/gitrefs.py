@@ -27,6 +27,9 @@ HIDDEN_NAMESPACES: Final = ("refs/notes/", "refs/replace/")
 REF_EXCLUSIONS: Final = tuple(f"--exclude={namespace}*" for namespace in HIDDEN_NAMESPACES)
 """Put before each ref-listing option: `--all` and `--glob` would otherwise walk notes and replace refs."""
 REF_LISTING: Final = frozenset({"--all", "--glob", "--branches", "--tags", "--remotes"})
+REV_WALKERS: Final = frozenset({"log", "show", "diff", "shortlog", "rev-list", "rev-parse"})
+"""The sub-commands whose ref-listing options add revisions (and take `--exclude`); in `branch --all`,
+`merge-base --all`, `describe --all`, `show-ref --tags` the options mean something else."""
 _HIDDEN_NAME: Final = re.compile(r"^(refs/+)?(notes|replace)(/|$)", re.IGNORECASE)
 _CONFIGURED: Final = re.compile(r"@\{\s*(u|upstream|push)\s*\}", re.IGNORECASE)
 _NAME_END: Final = re.compile(r"[\^~@:{]")
@@ -71,8 +74,10 @@ def check_ref_names(operand: str) -> None:
             )  # fmt: skip
 
 
-def exclude_hidden_refs(rest: list[str], parsed: ParsedArgs) -> list[str]:
-    """`rest` with `REF_EXCLUSIONS` inserted before the word of every ref-listing option."""
+def exclude_hidden_refs(subcommand: str, rest: list[str], parsed: ParsedArgs) -> list[str]:
+    """`rest` with `REF_EXCLUSIONS` inserted before the word of every ref-listing option of a revision walker."""
+    if subcommand not in REV_WALKERS:
+        return rest
     starts = {word for (name, _), word in zip(parsed.options, parsed.words, strict=True) if name in REF_LISTING}
     out: list[str] = []
     for index, word in enumerate(rest):
