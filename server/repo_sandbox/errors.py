@@ -221,6 +221,15 @@ class BudgetExhaustedError(SandboxError):
     default_hint = "The session budget is spent; finish with what you have."
 
 
+class TooManyCommandsError(SandboxError):
+    """Too many execute_bash commands are running, or running ones hold the exec budget that is left."""
+
+    code = "too_many_commands"
+    category = Category.LIMIT_EXCEEDED
+    retryable = True
+    default_hint = "Wait `details.retry_after_s` for a running command to finish, then try again."
+
+
 # unavailable -----------------------------------------------------------------------------------
 
 
@@ -305,6 +314,7 @@ ALL_ERRORS: tuple[type[SandboxError], ...] = (
     FileTooLargeError,
     TimeoutExceededError,
     BudgetExhaustedError,
+    TooManyCommandsError,
     CircuitOpenError,
     RepeatedCallError,
     IOFailureError,

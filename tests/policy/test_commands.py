@@ -16,6 +16,7 @@ from repo_sandbox.policy.commands import CommandPolicy, PolicyExampleError
 from repo_sandbox.policy.decision import Decision, Verdict, strictest
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.git import exclusion_pathspecs
+from repo_sandbox.policy.gitrefs import NOTE_EXCLUSIONS, REF_EXCLUSIONS
 from repo_sandbox.policy.operands import LexicalPaths
 from repo_sandbox.policy.programs import ProgramSpec
 
@@ -59,11 +60,48 @@ def test_forced_safety_flags_are_inserted(command: str, expected: list[list[str]
 def test_git_gets_hardening_flags_and_deny_list_exclusions() -> None:
     ((binary, *args),) = evaluate("git log -p -5")
     assert binary == "git"
-    assert args[:3] == ["log", "--no-ext-diff", "--no-textconv"]
-    assert args[3:5] == ["-p", "-5"]
+    assert args[:4] == ["log", "--no-ext-diff", "--no-textconv", "--no-notes"]
+    assert args[4:6] == ["-p", "-5"]
     assert ":(exclude,glob,icase,top)**/.env*" in args
     ((_, *blame),) = evaluate("git blame README.md")
     assert blame == ["blame", "--no-textconv", "README.md"]
+
+
+def test_git_excludes_the_files_of_notes_trees_but_takes_commit_ids() -> None:
+    """A notes tree names its files after commit ids: excluded wherever files print, refused as paths; an
+    id is still a revision (blame's first operand too). --follow takes one pathspec: not these."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    ((_, *args),) = evaluate(f"git log -p {commit}")
+    assert (
+        commit in args
+        and NOTE_EXCLUSIONS[0] in args
+        and args[-len(exclusion_pathspecs(DEFAULT_DENY)) - 1].startswith(":(exclude,glob,icase,top)**/[0-9a-f]")
+    )
+    ((_, *blame),) = evaluate(f"git blame {commit} -- README.md")
+    assert blame == ["blame", "--no-textconv", commit, "--", "README.md"]
+    ((_, *follow),) = evaluate("git log --follow -- src/a.py")
+    assert not set(NOTE_EXCLUSIONS) & set(follow)
+    for command in (f"git show HEAD:{commit}", f"git log -- ab/{commit[2:]}", f"git blame HEAD {commit}", f"git blame {commit} HEAD",
+                    f"git cat-file -p HEAD:x/{commit[:36]}", f"git ls-files {commit}"):  # fmt: skip
+        assert refusal(command).code == "argument_not_allowed", command
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("git log --all", ["log", "--no-ext-diff", "--no-textconv", "--no-notes", *REF_EXCLUSIONS, "--all"]),
+        ("git rev-parse --glob=x --all", ["rev-parse", *REF_EXCLUSIONS, "--glob=x", *REF_EXCLUSIONS, "--all"]),
+        ("git rev-list --grep --all --tags", ["rev-list", "--no-notes", "--grep", "--all", *REF_EXCLUSIONS, "--tags"]),
+        ("git branch --all", ["branch", "--all"]),  # a listing of branches, no walk: takes no --exclude
+        ("git merge-base --all HEAD HEAD~1", ["merge-base", "--all", "HEAD", "HEAD~1"]),
+        ("git describe --all", ["describe", "--all"]),
+        ("git name-rev --all", ["name-rev", "--all"]),
+        ("git show-ref --tags", ["show-ref", "--tags"]),
+    ],
+)
+def test_ref_lists_of_revision_walks_skip_notes_and_replace_refs(command: str, expected: list[str]) -> None:
+    ((_, *args),) = evaluate(command)
+    assert args[: len(expected)] == expected
 
 
 def test_git_follow_gets_the_exclusions_and_is_marked_single_pathspec() -> None:

@@ -6,6 +6,9 @@ for `read_file` and `search_text` the file is scanned for key blocks and the lin
 too. (The file is reopened through the jail after the body read it; if it changed in between, the text
 masking still applies.)
 
+File names are masked by the same rule wherever a result lists them (`mask_paths`): a secret-shaped name
+(`AKIA....txt`) shows as `[REDACTED].txt` in `ls` output and in search_files, search_text and count_lines alike.
+
 This masks secrets as they appear in files and command output, to keep them out of the model's context by
 accident. It is not a defence against an agent that transforms a secret on purpose (`rev`, `base64`,
 `cut`): the deny-list and the command policy are.
@@ -175,6 +178,11 @@ def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask:
 
 
 def mask_search_text(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
+    _mask_matches(ws, payload, mask)
+    mask_paths(ws, payload, arguments, mask)  # after the matches: their paths find the files' key blocks
+
+
+def _mask_matches(ws: Workspace, payload: dict[str, Any], mask: TextMasker) -> None:
     """All matches are masked in one pass over their joined lines (one call per hit would cost ~10x more);
     private key blocks are handled per match, so a BEGIN in one hit never reaches into the next."""
     matches: list[dict[str, Any]] = payload.get("matches", [])
@@ -199,6 +207,29 @@ def mask_search_text(ws: Workspace, payload: dict[str, Any], arguments: Any, mas
         match["before"] = [next(masked) for _ in match["before"]]
         match["text"] = "\n".join(next(masked) for _ in match["text"].split("\n"))
         match["after"] = [next(masked) for _ in match["after"]]
+
+
+def mask_paths(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
+    """Mask the file names a result lists (`files`, and the `path` of `matches`, `counts`, `largest`) with the
+    rule command output gets, in one pass over them joined by newlines (a mask never spans lines)."""
+    slots: list[tuple[list[Any], int, str | None]] = []  # (container, index, key) of each path
+    files = payload.get("files")
+    if isinstance(files, list):
+        slots += [(files, index, None) for index, item in enumerate(files) if isinstance(item, str)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    for field in ("matches", "counts", "largest"):
+        rows = payload.get(field)
+        if isinstance(rows, list):
+            slots += [(rows, index, "path") for index, row in enumerate(rows) if isinstance(row, dict)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    if not slots:
+        return
+    paths = [container[index] if key is None else container[index][key] for container, index, key in slots]
+    lines = iter(mask("\n".join(paths)).split("\n"))
+    for (container, index, key), path in zip(slots, paths, strict=True):
+        masked = "\n".join(next(lines) for _ in range(path.count("\n") + 1))
+        if key is None:
+            container[index] = masked
+        else:
+            container[index][key] = masked
 
 
 def mask_execute_bash(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
@@ -232,5 +263,7 @@ OUTPUT_MASKERS: Final[dict[str, PayloadMasker]] = {
     "read_file": mask_read_file,
     "search_text": mask_search_text,
     "execute_bash": mask_execute_bash,
+    "search_files": mask_paths,
+    "count_lines": mask_paths,
 }
-"""The tools whose results carry file contents or command output. Paths and counts are never masked."""
+"""The tools whose results carry file contents, command output or file names. Counts are never masked."""

@@ -225,7 +225,12 @@ class BudgetConfig(_Section):
     max_output_bytes: int = Field(default=128 * 1024 * 1024, ge=0)
     """Bytes of tool results (serialised JSON) per session."""
     max_exec_s: float = Field(default=3600.0, ge=0)
-    """Seconds of execute_bash run time per session (a command gets no more time than is left)."""
+    """Seconds of execute_bash run time per session (a command gets no more time than is left). A command
+    reserves its timeout when it starts; what it does not use is given back when it ends."""
+    max_concurrent_exec: int = Field(default=4, ge=0)
+    """execute_bash commands one session may run at once; more answer `too_many_commands`."""
+    max_concurrent_exec_server: int = Field(default=16, ge=0)
+    """execute_bash commands all sessions of the server may run at once; more answer `too_many_commands`."""
     degrade_below_bytes: int = Field(default=1024 * 1024, ge=0)
     """When less output budget than this is left, search_text answers with file names only and says so."""
 

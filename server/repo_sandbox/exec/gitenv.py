@@ -8,6 +8,12 @@ driver the configuration names is pointed at `cat`. Driver names are listed with
 --get-regexp`, which reads configuration and runs nothing; the list is cached per `.git/config` state.
 `GIT_DIR`/`GIT_WORK_TREE` pin the repository (overriding `core.worktree`), and
 `GIT_CEILING_DIRECTORIES` stops discovery from leaving the root.
+
+Ref-level indirection: `GIT_NO_REPLACE_OBJECTS` ignores replace refs (`git replace <README blob> <.env blob>`
+made `git show HEAD:README.md` print the protected file) and `GIT_GRAFT_FILE=/dev/null` ignores
+`info/grafts` (which can give a commit any parent, one holding a protected blob under an innocent name).
+A repository whose `objects/info/alternates` borrows objects from another store (a protected directory of
+the repository, or anywhere outside it) is refused (`check_repository`): git would read that store directly.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import subprocess
 import threading
 from typing import Final
 
-from repo_sandbox.errors import SandboxFailedError
+from repo_sandbox.errors import ArgumentNotAllowedError, SandboxFailedError
 from repo_sandbox.exec.view import is_real_dir
 
 OVERRIDES: Final[tuple[tuple[str, str], ...]] = (
@@ -45,6 +51,7 @@ OVERRIDES: Final[tuple[tuple[str, str], ...]] = (
     ("status.submoduleSummary", "false"),
     ("submodule.recurse", "false"),
     ("uploadpack.packObjectsHook", ""),
+    ("advice.graftFileDeprecated", "false"),
 )
 """Overrides for keys that make read-only git commands run programs or reach outside the repository."""
 
@@ -65,6 +72,8 @@ BASE_ENV: Final[dict[str, str]] = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_ALLOW_PROTOCOL": "",
     "GIT_ADVICE": "0",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_GRAFT_FILE": "/dev/null",
 }
 
 HOST_ENV: Final = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8"}
@@ -93,6 +102,36 @@ def _driver_overrides(names: list[str]) -> list[tuple[str, str]]:
     return overrides
 
 
+MAX_ALTERNATES_BYTES: Final = 65536
+_ALTERNATES_DEPTH: Final = 5
+"""git follows alternates of alternates this deep."""
+
+
+def _borrows_from_inside(objects: str, root: str, depth: int = 0) -> bool:
+    """Whether `objects/info/alternates` (or one it names, as git follows them) names a store inside `root`.
+    Anything that cannot be read or understood counts as inside (fail closed)."""
+    path = os.path.join(objects, "info", "alternates")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_ALTERNATES_BYTES + 1)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if len(data) > MAX_ALTERNATES_BYTES or depth >= _ALTERNATES_DEPTH:
+        return bool(data.strip())
+    for raw in data.decode("utf-8", "surrogateescape").splitlines():
+        entry = raw.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        if entry.startswith('"'):
+            return True  # a C-quoted path: not worth decoding, fail closed
+        store = os.path.realpath(os.path.join(objects, entry))
+        if os.path.commonpath([store, root]) == root or _borrows_from_inside(store, root, depth + 1):
+            return True
+    return False
+
+
 class GitHardening:
     """Builds the hardened environment for git stages of one repository root."""
 
@@ -102,6 +141,7 @@ class GitHardening:
         self._lock = threading.Lock()
         self._cache_key: tuple[int, int, int] | None = None
         self._drivers: list[tuple[str, str]] = []
+        self._includes: list[str] = []
         self._env_cache: tuple[object, dict[str, str]] | None = None
 
     def repo_env(self) -> dict[str, str]:
@@ -112,6 +152,21 @@ class GitHardening:
             env["GIT_WORK_TREE"] = self.root
         return env
 
+    def check_repository(self) -> None:
+        """Refuse git in a repository that borrows objects from a store inside the root (a protected directory
+        could hold one); a store outside is unreadable under an OS sandbox.
+
+        Raises: ArgumentNotAllowedError.
+        """
+        git_dir = os.path.join(self.root, ".git")
+        if is_real_dir(git_dir) and _borrows_from_inside(os.path.join(git_dir, "objects"), os.path.realpath(self.root)):
+            raise ArgumentNotAllowedError(
+                "git: this repository borrows objects from a store inside it (objects/info/alternates), "
+                "which git would read past the deny-list.",
+                hint="git commands are unavailable for this repository; use the read-only tools.",
+                program="git", option="objects/info/alternates", rule="git: alternates",
+            )  # fmt: skip
+
     def _config_key(self) -> tuple[int, int, int] | None:
         try:
             info = os.stat(os.path.join(self.root, ".git", "config"))
@@ -121,26 +176,47 @@ class GitHardening:
 
     def drivers(self) -> list[tuple[str, str]]:
         """Overrides for every filter/diff driver the repository config names (cached per config state)."""
+        return self._read_config()[0]
+
+    def includes(self) -> list[str]:
+        """The files the repository config includes (`include.path`, every `includeIf.*.path` whatever its
+        condition), as absolute host paths (cached per config state)."""
+        return self._read_config()[1]
+
+    def _read_config(self) -> tuple[list[tuple[str, str]], list[str]]:
         key = self._config_key()
         with self._lock:
             if key is None:
-                return []
+                return [], []
             if key != self._cache_key:
-                self._drivers = _driver_overrides(self._list_driver_keys())
+                self._drivers = _driver_overrides(self._config_values(r"^(filter|diff)\.", names=True))
+                self._includes = self._include_paths()
                 self._cache_key = key
-            return self._drivers
+            return self._drivers, self._includes
+
+    def _include_paths(self) -> list[str]:
+        words = self._config_values(r"^include(if\..+)?\.path$", names=False)
+        paths: list[str] = []
+        for origin, entry in zip(words[::2], words[1::2], strict=False):
+            value = entry.partition("\n")[2]
+            origin_dir = os.path.dirname(os.path.join(self.root, origin.removeprefix("file:")))
+            expanded = HOST_ENV["HOME"] + value[1:] if value.startswith("~/") else value
+            paths.append(os.path.normpath(os.path.join(origin_dir, expanded)))
+        return paths
 
     def host_env(self) -> dict[str, str]:
         """The environment for git runs on the host that only read (`exec.gitnames`): fully hardened."""
         return {**HOST_ENV, **self.env()}
 
-    def _list_driver_keys(self) -> list[str]:
+    def _config_values(self, pattern: str, *, names: bool) -> list[str]:
+        """`git config --get-regexp pattern`, NUL-separated: the names, or (origin, "name\\nvalue") pairs."""
         if self.git_binary is None:
             return []
         env = {**HOST_ENV, **BASE_ENV, **self.repo_env()}
+        shape = ["--name-only"] if names else ["--show-origin"]
         try:
             result = subprocess.run(
-                [self.git_binary, "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff)\."],
+                [self.git_binary, "config", "--null", *shape, "--get-regexp", pattern],
                 env=env,
                 cwd=self.root,
                 stdin=subprocess.DEVNULL,

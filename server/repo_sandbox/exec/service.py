@@ -208,6 +208,25 @@ class ExecService:
             stages.append((stage.program, args))
         return self.policy.evaluate(stages, JailPaths(jail, place.real, shown_root))
 
+    def _check_config_includes(self) -> None:
+        """Under Landlock, git fails on a config include it may not read ('Permission denied'), with the path in
+        its message: refuse first, with no path. (bwrap does not mount such a file: git skips it.)
+
+        Raises: SandboxFailedError.
+        """
+        root = self.workspace.root
+        for path in self.git.includes():
+            if not os.path.lexists(path):
+                continue  # git skips an include that does not exist
+            real = os.path.realpath(path)
+            inside = os.path.commonpath([real, root]) == root
+            if not inside or self.workspace.jail.deny.is_denied(os.path.relpath(real, root)):
+                raise SandboxFailedError(
+                    "The repository's git configuration includes a file the sandbox cannot read (outside the "
+                    "repository or protected); git commands are unavailable.",
+                    hint="Use the read-only tools, or ask the operator to remove the include from .git/config.",
+                )
+
     def _limits(self, timeout_s: float) -> Limits:
         mib = 1024 * 1024
         return Limits(
@@ -241,6 +260,9 @@ class ExecService:
             env = {**base_env, **plan.env, **(self.git.env() if plan.needs_git_dir else {})}
             args = plan.args
             if plan.needs_git_dir:
+                self.git.check_repository()
+                if backend is Backend.LANDLOCK:
+                    self._check_config_includes()
                 verify_objects(plan.objects, self.git.git_binary, self.git.host_env(), host_cwd)
             if plan.needs_git_dir and prune and backend is not Backend.NONE and "GIT_DIR" in env:
                 args, pruned = self.excludes.prune(args, view, single=plan.single_pathspec)

@@ -55,6 +55,8 @@ class ParsedArgs:
     saw_double_dash: bool = False
     after_double_dash: list[str] = field(default_factory=list[str])
     """The operands that came after `--` (a suffix of `operands`)."""
+    words: list[int] = field(default_factory=list[int])
+    """For each entry of `options`, the index of the argument word it was read from (its name's word)."""
 
     def has(self, *names: str) -> bool:
         return any(name in names for name, _ in self.options)
@@ -163,10 +165,11 @@ def parse_args(program: str, table: OptionTable, args: Sequence[str]) -> ParsedA
         elif word == "--":
             out.saw_double_dash = True
             i += 1
-        elif word.startswith("--"):
-            i = _long(program, table, word, args, i, out)
         else:
-            i = _short(program, table, word, args, i, out)
+            before = len(out.options)
+            start = i
+            i = (_long if word.startswith("--") else _short)(program, table, word, args, i, out)
+            out.words += [start] * (len(out.options) - before)
     return out
 
 

@@ -16,7 +16,8 @@
 - Objects named without a path (`git show <blob id>`, `HEAD^{tree}`, a tag of a blob, a subtree) are
   resolved before the command runs and must be commits, or files as `REV:path` (`policy.gitrevs`). `show`
   takes no ref-listing options (`--all`, `--tags`, ... reach tags of blobs), and `branch`/`tag --format` no
-  `%(raw)` (an object's content). `describe` takes commits only (it names the path
+  `%(raw)` (an object's content). Notes and replace refs stay out of every revision (`policy.gitrefs`).
+  `describe` takes commits only (it names the path
   of a blob). Option values that are revisions (`--default`, `--find-object`, ...) are checked like operands.
 - Options that print past the pathspecs are refused (`--full-diff`, `--pickaxe-all`, `status -v`); `blame`,
   which follows renames and names each line's source file, runs only where no commit it may walk deletes a
@@ -32,6 +33,13 @@ from typing import Final
 
 from repo_sandbox.policy._argv import ParsedArgs, parse_args, refuse
 from repo_sandbox.policy.gitcommands import DENIED_SUBCOMMANDS, REVISION_VALUES, SUBCOMMANDS, Subcommand
+from repo_sandbox.policy.gitrefs import (
+    NOTE_EXCLUSIONS,
+    NOTE_READERS,
+    check_note_path,
+    check_ref_names,
+    exclude_hidden_refs,
+)
 from repo_sandbox.policy.gitrevs import RESOLVING, object_checks, split_revision
 from repo_sandbox.policy.programs import ObjectCheck, PathChecker, RenameFollowing, StagePlan
 
@@ -206,15 +214,18 @@ class GitRule:
         if sub.check is not None:
             sub.check(parsed)
         objects = self._check_operands(sub, parsed, paths)
+        rest = exclude_hidden_refs(name, rest, parsed)
         head = tuple(name.split())
         tail: tuple[str, ...] = ()
         if _two_files(sub, parsed):
             objects = tuple(replace(check, must_exist=True) for check in objects)
         elif sub.excludes:
             tail = exclusion_pathspecs(self.deny_patterns)
+        follow = bool(tail) and parsed.has("--follow")  # one pathspec only: its own, never a note's name
+        notes = NOTE_EXCLUSIONS if tail and not follow and name in NOTE_READERS else ()
         return StagePlan(
-            "git", "git", (*head, *sub.forced, *rest, *tail), needs_git_dir=True,
-            objects=objects, single_pathspec=bool(tail) and parsed.has("--follow"),
+            "git", "git", (*head, *sub.forced, *rest, *notes, *tail), needs_git_dir=True,
+            objects=objects, single_pathspec=follow,
             follows_renames=_blame_walk(parsed) if name == "blame" else None,
         )  # fmt: skip
 
@@ -237,8 +248,11 @@ class GitRule:
             if index in after or sub.operands == "paths":
                 path, from_top, exclude = _split_pathspec_magic(operand)
                 if not exclude and path:
+                    check_note_path(path)
                     paths.pathspec(path, from_top=from_top)
                 continue
+            if sub.name == "blame" and not parsed.saw_double_dash:
+                check_note_path(operand)  # `blame FILE REV` works too: which is the file shows only with `--`
             _check_revision(operand, paths)
             if resolves and not operand.startswith(":("):
                 objects.extend(object_checks(operand, sub.name))
@@ -265,17 +279,20 @@ def _check_revision(operand: str, paths: PathChecker) -> None:
     if operand.startswith(":("):
         path, from_top, exclude = _split_pathspec_magic(operand)
         if not exclude and path:
+            check_note_path(path)
             paths.pathspec(path, from_top=from_top)
         return
     if operand.startswith(":/"):
         if operand[2:]:  # a search of commit messages, or (when none matches) a pathspec from the top
             paths.pathspec(operand[2:], from_top=True)
         return
+    check_ref_names(operand)
     split = split_revision(operand)
     if split is None:
         paths.pathspec(operand, from_top=False)
         return
     path = split[1]
+    check_note_path(path)
     if path.startswith(("./", "../")):
         paths.pathspec(path, from_top=False)
     elif path:

@@ -41,7 +41,7 @@ _DIFF_DENIED: Final = {
 _REV_FLAGS: Final = (
     "-i -E -F -g -c -m --all-match --invert-grep --regexp-ignore-case --basic-regexp --extended-regexp "
     "--fixed-strings --remove-empty --merges --no-merges --no-min-parents --no-max-parents --first-parent "
-    "--exclude-first-parent-only --not --all --reflog --single-worktree --ignore-missing --cherry-mark "
+    "--exclude-first-parent-only --not --all --single-worktree --ignore-missing --cherry-mark "
     "--cherry-pick --left-only --right-only --cherry --walk-reflogs --merge --boundary "
     "--simplify-by-decoration --show-pulls --full-history --dense --sparse --simplify-merges --date-order "
     "--author-date-order --topo-order --reverse --do-walk --abbrev-commit --no-abbrev-commit --oneline "
@@ -55,8 +55,7 @@ _REV_VALUES: Final = (
     "--decorate-refs-exclude --since-as-filter"
 )
 _REV_OPTIONAL: Final = (
-    "--branches --tags --remotes --ancestry-path --no-walk --pretty --expand-tabs --notes --show-linear-break "
-    "--decorate"
+    "--branches --tags --remotes --ancestry-path --no-walk --pretty --expand-tabs --show-linear-break --decorate"
 )
 _REV_DENIED: Final = {
     "--show-signature": "it runs gpg",
@@ -68,6 +67,10 @@ _REV_DENIED: Final = {
     "--bisect": "bisect state is not available",
     "--full-diff": "it shows the whole change set, past the exclusions that hide protected files",
     "--objects": "it lists directories the deny-list hides (git applies exclusions to files only)",
+    "--notes": "a note can be any blob, a protected file's included",
+    "--show-notes": "a note can be any blob, a protected file's included",
+    "--standard-notes": "a note can be any blob, a protected file's included",
+    "--reflog": "it walks the reflogs of notes and replace refs too; name refs with -g",
 }
 
 
@@ -154,11 +157,13 @@ REVISION_VALUES: Final = (
 (`rev-parse --default HEAD:.env` printed the object id; git's errors tell whether a protected path exists)."""
 
 _DIFF_FORCED: Final = ("--no-ext-diff", "--no-textconv")
+_LOG_FORCED: Final = (*_DIFF_FORCED, "--no-notes")
+"""Notes are shown by default and can be any blob (`git notes add -C <blob of .env>`)."""
 SUBCOMMANDS: Final[dict[str, Subcommand]] = {
     sub.name: sub
     for sub in (
-        Subcommand("log", _log_options(), _DIFF_FORCED, excludes=True),
-        Subcommand("show", _log_options(), _DIFF_FORCED, excludes=True, check=_show_check),
+        Subcommand("log", _log_options(), _LOG_FORCED, excludes=True),
+        Subcommand("show", _log_options(), _LOG_FORCED, excludes=True, check=_show_check),
         Subcommand(
             "diff",
             _log_options("--cached --staged --merge-base -1 -2 -3 --base --ours --theirs"),
@@ -166,9 +171,17 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
             excludes=True,
         ),
         Subcommand(
-            "shortlog", _log_options("-s -e -w --summary --numbered --email --committer", "--group"), excludes=True
+            "shortlog",
+            _log_options("-s -e -w --summary --numbered --email --committer", "--group"),
+            ("--no-notes",),
+            excludes=True,
         ),
-        Subcommand("rev-list", _log_options("--timestamp --header --no-object-names --in-commit-order"), excludes=True),
+        Subcommand(
+            "rev-list",
+            _log_options("--timestamp --header --no-object-names --in-commit-order"),
+            ("--no-notes",),
+            excludes=True,
+        ),
         Subcommand(
             "status",
             table(
@@ -318,6 +331,7 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
                 "--pretty --decorate",
                 numeric=True,
             ),
+            ("--no-notes",),
             operands="none",
         ),
     )

@@ -5,22 +5,38 @@ Spent per session: calls (every call that reaches this stage, including the guar
 errors when they report one). A spent budget refuses further calls with `budget_exhausted`; the exec budget
 refuses only execute_bash, and an execute_bash call gets no more time than the exec budget has left: its
 timeout is lowered to what is left, and a command stopped by that lowered timeout is `budget_exhausted` (with
-its partial output), not `timeout`. When less than `degrade_below_bytes` of output budget is left, a search_text call
+its partial output), not `timeout`.
+
+A command reserves its timeout (as lowered) from the exec budget when it starts, and gives back what it did not
+use when it ends: ten concurrent 8 s commands under a 10 s budget no longer all run. While running commands
+hold what is left, another one is answered `too_many_commands` (retryable, `retry_after_s`) rather than
+started with the crumbs; with none running, it gets what is left, as before. Commands running at once are
+capped per session (`max_concurrent_exec`) and per server (`max_concurrent_exec_server`), answered the same way.
+When less than `degrade_below_bytes` of output budget is left, a search_text call
 in "content" mode runs in "files_with_matches" mode instead and its result says so in `degraded`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import time
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from repo_sandbox.config.model import BudgetConfig, LimitsConfig
-from repo_sandbox.errors import BudgetExhaustedError
+from repo_sandbox.errors import BudgetExhaustedError, TooManyCommandsError
 from repo_sandbox.runtime.pipeline import CallOutcome, Handler, ToolCall
 from repo_sandbox.runtime.sessions import SessionTable
 
 EXEC_TOOL: Final = "execute_bash"
 DEGRADABLE_TOOL: Final = "search_text"
+
+
+@dataclass(slots=True, eq=False)
+class Running:
+    """One execute_bash call in flight: the exec seconds it holds and when its timeout ends."""
+
+    reserved_s: float
+    ends_at: float
 
 
 @dataclass(slots=True)
@@ -29,6 +45,15 @@ class SessionSpend:
     output_bytes: int = 0
     exec_s: float = 0.0
     degraded_calls: int = 0
+    running: list[Running] = field(default_factory=list[Running])
+
+    def held_s(self) -> float:
+        return sum(entry.reserved_s for entry in self.running)
+
+
+def _retry_after(running: list[Running]) -> float:
+    """Seconds until the first of `running` must have ended (its timeout), at least 0.1."""
+    return round(max(0.1, min(entry.ends_at for entry in running) - time.monotonic()), 1)
 
 
 def _remaining(limit: float, used: float) -> float | None:
@@ -42,13 +67,30 @@ class BudgetStage:
         self.config = config
         self.limits = limits
         self.sessions: SessionTable[SessionSpend] = SessionTable(SessionSpend)
+        self.running: list[Running] = []
+        """execute_bash calls in flight in every session."""
 
     async def __call__(self, call: ToolCall, call_next: Handler) -> CallOutcome:
         spend = self.sessions.get(call.context.session_id)
         self._refuse_if_spent(spend, call.tool)
         degraded = self._degrade(spend, call)
-        capped_s = self._cap_exec_time(spend, call)
-        outcome = await call_next(call)
+        if call.tool != EXEC_TOOL:
+            return self._count(spend, call, await call_next(call), degraded, None)
+        self._admit(spend)
+        reserved_s, capped_s = self._reserve_exec_time(spend, call)
+        entry = Running(reserved_s, time.monotonic() + reserved_s)
+        spend.running.append(entry)
+        self.running.append(entry)
+        try:
+            outcome = await call_next(call)
+        finally:
+            spend.running.remove(entry)
+            self.running.remove(entry)
+        return self._count(spend, call, outcome, degraded, capped_s)
+
+    def _count(
+        self, spend: SessionSpend, call: ToolCall, outcome: CallOutcome, degraded: str | None, capped_s: float | None
+    ) -> CallOutcome:
         spend.calls += 1
         spend.output_bytes += outcome.json_bytes()
         if call.tool == EXEC_TOOL:
@@ -78,24 +120,54 @@ class BudgetStage:
                     limit=limit,
                 )
 
-    def _cap_exec_time(self, spend: SessionSpend, call: ToolCall) -> float | None:
-        """Lower an execute_bash call's timeout to the exec seconds left; the new timeout, or None when the
-        call's own (valid) timeout fits. An invalid timeout is left for the argument check to refuse."""
-        if call.tool != EXEC_TOOL or not self.config.max_exec_s or not isinstance(call.arguments, dict):
-            return None
+    def _admit(self, spend: SessionSpend) -> None:
+        """Raises: TooManyCommandsError when the session or the server runs as many commands as allowed."""
+        config = self.config
+        for running, limit, scope in (
+            (spend.running, config.max_concurrent_exec, "session"),
+            (self.running, config.max_concurrent_exec_server, "server"),
+        ):
+            if limit and len(running) >= limit:
+                raise TooManyCommandsError(
+                    f"This {scope} already runs {len(running)} execute_bash commands, the most it may run at once.",
+                    limit="concurrent_commands", scope=scope, running=len(running), max=limit,
+                    retry_after_s=_retry_after(running),
+                )  # fmt: skip
+
+    def _reserve_exec_time(self, spend: SessionSpend, call: ToolCall) -> tuple[float, float | None]:
+        """(seconds the call holds from the exec budget, its lowered timeout or None when its own fits).
+
+        The exec seconds left are the budget less what was spent and what running commands hold: a timeout
+        that does not fit is lowered to them, unless running commands hold part of the budget (they may give
+        it back: `too_many_commands`). An invalid timeout is left for the argument check to refuse.
+
+        Raises: TooManyCommandsError.
+        """
+        if not isinstance(call.arguments, dict):
+            return 0.0, None
         arguments: dict[str, Any] = call.arguments  # pyright: ignore[reportUnknownVariableType]
         requested = arguments.get("timeout")
         if requested is None:
             requested = self.limits.default_timeout_s
         elif isinstance(requested, bool) or not isinstance(requested, int | float):
-            return None
+            return 0.0, None
         if not 0 < requested <= self.limits.max_timeout_s:
-            return None
-        left = self.config.max_exec_s - spend.exec_s
+            return 0.0, None
+        if not self.config.max_exec_s:
+            return float(requested), None
+        held = spend.held_s()
+        left = self.config.max_exec_s - spend.exec_s - held
         if left >= requested:
-            return None
+            return float(requested), None
+        if spend.running:
+            raise TooManyCommandsError(
+                f"The {max(left, 0):.3g} s left of this session's execute_bash budget are less than this command's "
+                f"timeout of {requested:g} s while running commands hold {held:.3g} s of it.",
+                limit="exec_seconds", reserved_s=round(held, 3), used=round(spend.exec_s, 3),
+                max=self.config.max_exec_s, retry_after_s=_retry_after(spend.running),
+            )  # fmt: skip
         call.arguments = {**arguments, "timeout": left}
-        return left
+        return left, left
 
     def _stopped_by_budget(self, spend: SessionSpend, capped_s: float, details: dict[str, Any]) -> None:
         """Raises: BudgetExhaustedError for a command the lowered timeout stopped, with its partial output."""

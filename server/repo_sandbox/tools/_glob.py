@@ -26,6 +26,10 @@ MAX_GLOB_CHARS = 1000
 MAX_PLAIN_CHOICES: Final = 2
 """Wildcards inside names and `{..}` groups (together), and `**` components, a glob may hold and still be
 matched by `re` (at most cubic)."""
+MAX_BRACE_DEPTH: Final = 8
+MAX_BRACE_GROUPS: Final = 64
+"""`{..}` groups may nest this deep and number this many: ~400 bytes of nested `{` made the regex compilers
+recurse past Python's limit (an internal error with a 3,000-line trace)."""
 NAME_MATCH_TIMEOUT_S: Final = 0.25
 """Time one path may take to match a complex glob."""
 
@@ -112,7 +116,7 @@ _CHOICE_TOKENS: Final = re.compile(r"\\.|\*\*|\*|\{", re.DOTALL)
 
 def _translate(pattern: str) -> str:
     out: list[str] = []
-    depth = 0  # nesting of {..}
+    depth = groups = 0  # nesting of {..}, and how many
     i = 0
     n = len(pattern)
     while i < n:
@@ -141,6 +145,14 @@ def _translate(pattern: str) -> str:
             continue
         elif ch == "{":
             depth += 1
+            groups += 1
+            if depth > MAX_BRACE_DEPTH or groups > MAX_BRACE_GROUPS:
+                raise InvalidGlobError(
+                    f"Glob '{pattern[:100]}' nests {{..}} deeper than {MAX_BRACE_DEPTH} levels or holds more than "
+                    f"{MAX_BRACE_GROUPS} of them.",
+                    hint="Split it into simpler globs, or use search_text with a regex for complex file names.",
+                    glob=pattern[:100],
+                )
             out.append("(?:")
         elif ch == "}" and depth > 0:
             depth -= 1
@@ -188,4 +200,6 @@ def compile_glob(pattern: str) -> Glob:
             compiled = _GuardedRegex(regex.compile(translated, regex.DOTALL | regex.V0), pattern)
     except (re.error, regex.error) as exc:
         raise InvalidGlobError(f"Glob '{pattern}' cannot be compiled: {exc}.", glob=pattern) from exc
+    except RecursionError:  # a backstop: the bounds above keep every glob we know of far from the limit
+        raise InvalidGlobError(f"Glob '{pattern[:100]}' is too deeply nested.", glob=pattern[:100]) from None
     return Glob(pattern=pattern, regex=compiled, basename_only=basename_only, negated=negated)

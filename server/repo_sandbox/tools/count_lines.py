@@ -5,10 +5,11 @@ from __future__ import annotations
 import heapq
 import os
 import stat
-from typing import Annotated
+from typing import Annotated, Final
 
 from pydantic import Field
 
+from repo_sandbox.audit.masking import mask_text
 from repo_sandbox.tools._args import ToolArgs
 from repo_sandbox.tools._glob import compile_glob
 from repo_sandbox.tools._results import OutputMeter, ResultModel, is_presentable
@@ -70,8 +71,15 @@ class CountLinesResult(ResultModel):
     )
 
 
+LONG_EXTENSION: Final = 9
+"""An "extension" longer than this may be the tail of a secret-shaped name (a JWT's signature): it is taken
+from the name as output masking shows it, the rule `ls` output and search_files follow."""
+
+
 def _extension(name: str) -> str:
     stem, dot, ext = name.rpartition(".")
+    if len(ext) >= LONG_EXTENSION:
+        stem, dot, ext = mask_text(name).rpartition(".")
     return f".{ext}" if dot and stem and stem != "." else ""
 
 
