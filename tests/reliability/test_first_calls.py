@@ -35,7 +35,7 @@ async def test_eight_first_calls_at_once_all_succeed(
         with anyio.fail_after(60):
             async with Client(build_server(workspace), mode="legacy") as client:
 
-                async def call(n: int) -> None:
+                async def call(n: int, codes: list[str | None] = codes) -> None:
                     codes.append(error_code(await client.call_tool(tool, ordinary_call(tool, n))))
 
                 async with anyio.create_task_group() as tg:
