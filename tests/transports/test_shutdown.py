@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 from feature_server import build_feature_server
-from harness import TOKEN, mcp_client, running_subprocess, serve_in_process, wait_until
+from harness import TOKEN, Running, mcp_client, running_subprocess, serve_in_process, wait_until
 from mcp import MCPError
 from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
@@ -28,7 +28,10 @@ def is_alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize(("transport", "mode"), [("http", "legacy"), ("ws", "legacy"), ("ws", "auto")])
+ERAS = [("http", "legacy"), ("http", "auto"), ("ws", "legacy"), ("ws", "auto")]
+
+
+@pytest.mark.parametrize(("transport", "mode"), ERAS)
 async def test_shutdown_cancels_calls_that_outlive_the_grace_and_kills_their_processes(
     transport: str, mode: str
 ) -> None:
@@ -66,3 +69,79 @@ async def test_sigterm_stops_the_real_server_promptly_closing_websockets_with_10
     assert server.process.returncode == 0
     assert elapsed < 5, f"shutdown took {elapsed:.1f} s"
     assert "Traceback" not in server.log_text()
+
+
+@pytest.mark.parametrize(("transport", "mode"), ERAS)
+async def test_calls_in_flight_at_shutdown_finish_within_the_grace(transport: str, mode: str) -> None:
+    server, probe = build_feature_server()
+    settings = ServerConfig(transport="http", shutdown_grace_s=10)
+    results: list[str] = []
+    with anyio.fail_after(30):
+        async with serve_in_process(server, settings) as running, mcp_client(running, transport, mode) as client:
+            assert running.server is not None
+            await client.list_tools()
+
+            async def call_in_flight() -> None:
+                result = await client.call_tool("wait_for_release", {})
+                results.append(result.content[0].text)  # pyright: ignore[reportAttributeAccessIssue]
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call_in_flight)
+                await probe.started.wait()
+                running.server.should_exit = True  # what uvicorn's SIGTERM handler does
+                await anyio.sleep(1.5)  # well past the 0.3 s after which the stream used to close
+                probe.release.set()
+    assert results == ["released"]
+
+
+SLEEP_CONFIG = """
+[server]
+shutdown_grace_s = {grace}
+
+[exec]
+allow = ["sleep"]
+
+[exec.rules.sleep]
+operands = "strings"
+"""
+
+
+@pytest.mark.parametrize(("transport", "mode"), ERAS)
+@pytest.mark.parametrize(
+    ("grace", "seconds", "outcome"),
+    [(10, 2, "finished"), (1, 60, "The server shut down before this request finished; it was cancelled.")],
+    ids=["within-grace", "past-grace"],
+)
+async def test_sigterm_lets_real_calls_finish_within_the_grace_then_cancels_them(
+    tmp_path: Path, transport: str, mode: str, grace: float, seconds: int, outcome: str
+) -> None:
+    (tmp_path / "repo").mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text(SLEEP_CONFIG.format(grace=grace))
+    results: list[str] = []
+    with running_subprocess(tmp_path / "repo", tmp_path / "server.log", "--config", str(config)) as server:
+        running = Running(server.base_url)
+        with anyio.fail_after(60):
+            async with mcp_client(running, transport, mode) as client:
+                await client.list_tools()  # else the client lists them after the call, from a closed listener
+
+                async def call_in_flight() -> None:
+                    try:
+                        result = await client.call_tool("execute_bash", {"command": f"sleep {seconds}"})
+                    except MCPError as exc:
+                        results.append(exc.error.message)
+                    else:
+                        assert result.is_error is False, result.structured_content
+                        results.append("finished")
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(call_in_flight)
+                    await anyio.sleep(0.8)  # the call is running
+                    started = time.monotonic()
+                    server.process.send_signal(signal.SIGTERM)
+            await wait_until(lambda: server.process.poll() is not None)
+            elapsed = time.monotonic() - started
+    assert results == [outcome]
+    assert server.process.returncode == 0
+    assert elapsed < grace + 6
+    assert "Traceback" not in server.log_text() and "ASGI callable returned" not in server.log_text()

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -62,9 +63,43 @@ class CountedSessionManager(StreamableHTTPSessionManager):
             self.slots.release()
         await super()._discard_session(session_id, transport)
 
+    async def close_sessions(self) -> None:
+        """End every stateful session (their SSE streams close): the last step of a drain."""
+        for session_id, transport in list(self._server_instances.items()):
+            await self._discard_session(session_id, transport)
+
     @property
     def open_sessions(self) -> int:
         return len(self._server_instances)
+
+
+class ResponsesInFlight:
+    """The /mcp POST requests whose response is not yet written (a 2025-11-25 call answers on an SSE stream
+    that outlives its handler), so that a shutdown closes sessions only once their answers are out."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._none = anyio.Event()
+        self._none.set()
+
+    @contextlib.asynccontextmanager
+    async def track(self, scope: Scope) -> AsyncIterator[None]:
+        if scope.get("method") != "POST":  # a GET stream stays open until its session ends
+            yield
+            return
+        self.count += 1
+        if self._none.is_set():
+            self._none = anyio.Event()
+        try:
+            yield
+        finally:
+            self.count -= 1
+            if not self.count:
+                self._none.set()
+
+    async def flush(self, timeout_s: float) -> None:
+        with anyio.move_on_after(timeout_s):
+            await self._none.wait()
 
 
 @dataclass
@@ -77,6 +112,7 @@ class HttpService:
     sessions: CountedSessionManager
     websockets: OpenConnections
     settings: ServerConfig
+    responses: ResponsesInFlight
 
 
 async def healthz(request: Request) -> Response:
@@ -96,8 +132,11 @@ def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | 
     auth = BearerAuth(token)
     limits = WebSocketLimits(rate, slots, settings.session_idle_timeout_s, settings.send_timeout_s)
 
+    responses = ResponsesInFlight()
+
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        await sessions.handle_request(scope, receive, send)
+        async with responses.track(scope):
+            await sessions.handle_request(scope, receive, send)
 
     mcp_app = Gate(
         BodyLimit(mcp_endpoint, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s),
@@ -125,4 +164,4 @@ def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | 
         ],
         lifespan=lifespan,
     )
-    return HttpService(app, drain, slots, sessions, ws_endpoint.connections, settings)
+    return HttpService(app, drain, slots, sessions, ws_endpoint.connections, settings, responses)

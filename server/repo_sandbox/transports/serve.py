@@ -1,8 +1,9 @@
 """Run the HTTP/WebSocket app under uvicorn: header timeouts, connection limits, graceful SIGTERM.
 
 On SIGTERM (or Ctrl-C) the server stops accepting connections, refuses new MCP requests, gives
-in-flight calls `shutdown_grace_s` to finish, cancels the rest (their child processes are killed),
-then closes WebSockets (1012) and HTTP sessions and exits.
+in-flight calls `shutdown_grace_s` to finish, cancels the rest (their child processes are killed and
+their callers get a JSON-RPC error), lets the last answers reach the wire (WebSocket frames, the SSE
+responses of 2025-11-25 HTTP calls), then closes WebSockets (1012) and HTTP sessions and exits.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+import anyio
 import uvicorn
 from mcp.server import MCPServer
+from sse_starlette.sse import AppStatus
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from repo_sandbox.config.model import ServerConfig
@@ -92,6 +95,9 @@ class DrainingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, service: HttpService) -> None:
         super().__init__(config)
         self.service = service
+        # sse-starlette ends every SSE stream ~0.5 s after uvicorn's exit flag is set, cutting 2025-11-25
+        # calls that would finish within the grace; the drain closes the sessions itself instead.
+        AppStatus.disable_automatic_graceful_drain()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -110,7 +116,11 @@ class DrainingServer(uvicorn.Server):
         for server in self.servers:
             server.close()
         cancelled = await self.service.drain.drain(self.service.settings.shutdown_grace_s)
-        await self.service.websockets.flush(FLUSH_TIMEOUT_S)
+        with anyio.move_on_after(FLUSH_TIMEOUT_S):  # the last answers go out before the connections close
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.service.websockets.flush, FLUSH_TIMEOUT_S)
+                tg.start_soon(self.service.responses.flush, FLUSH_TIMEOUT_S)
+        await self.service.sessions.close_sessions()
         logger.info("shutdown: in-flight calls drained (%d cancelled)", cancelled)
         await super().shutdown(sockets)
 
