@@ -23,17 +23,20 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from repo_sandbox.config.model import ServerConfig
 from repo_sandbox.transports.auth import BearerAuth
 from repo_sandbox.transports.drain import Drain
+from repo_sandbox.transports.framing import MAX_DEPTH, deep_message_error
 from repo_sandbox.transports.gate import Gate
 from repo_sandbox.transports.limits import BodyLimit, RateLimiter, SessionSlots
 from repo_sandbox.transports.origin import HostOriginPolicy
 from repo_sandbox.transports.websocket import OpenConnections, WebSocketEndpoint, WebSocketLimits
 
 logger = logging.getLogger("repo_sandbox.transports")
+
+BOM_BYTES = "\ufeff".encode()
 
 
 class CountedSessionManager(StreamableHTTPSessionManager):
@@ -71,6 +74,38 @@ class CountedSessionManager(StreamableHTTPSessionManager):
     @property
     def open_sessions(self) -> int:
         return len(self._server_instances)
+
+
+class JsonFraming:
+    """/mcp POST bodies read as stdio lines and WebSocket frames are (`framing`): a leading byte-order mark is
+    ignored, and a body nested deeper than the SDK's parser reads is answered -32600, not "Parse error".
+    Runs inside `BodyLimit`, which hands on the whole body in one message."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        message = await receive()
+        body: bytes = message.get("body", b"")
+        if body.startswith(BOM_BYTES):
+            message = {**message, "body": body[len(BOM_BYTES) :]}
+        elif body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+            error = deep_message_error(body.decode("utf-8", "replace"))
+            if error is not None:
+                answer = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(answer)).encode())]
+                await send({"type": "http.response.start", "status": 400, "headers": headers})
+                await send({"type": "http.response.body", "body": answer})
+                return
+        first = [message]
+
+        async def replayed() -> Message:
+            return first.pop() if first else await receive()
+
+        await self.app(scope, replayed, send)
 
 
 class ResponsesInFlight:
@@ -139,7 +174,7 @@ def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | 
             await sessions.handle_request(scope, receive, send)
 
     mcp_app = Gate(
-        BodyLimit(mcp_endpoint, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s),
+        BodyLimit(JsonFraming(mcp_endpoint), max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s),
         policy=policy,
         auth=auth,
         drain=drain,
