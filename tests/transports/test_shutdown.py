@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -145,3 +149,50 @@ async def test_sigterm_lets_real_calls_finish_within_the_grace_then_cancels_them
     assert server.process.returncode == 0
     assert elapsed < grace + 6
     assert "Traceback" not in server.log_text() and "ASGI callable returned" not in server.log_text()
+
+
+@pytest.mark.parametrize(
+    ("grace", "seconds", "outcome"),
+    [(10, 2, "finished"), (1, 60, "The server shut down before this request finished; it was cancelled.")],
+    ids=["within-grace", "past-grace"],
+)
+def test_sigterm_drains_stdio_as_it_drains_http(tmp_path: Path, grace: float, seconds: int, outcome: str) -> None:
+    (tmp_path / "repo").mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text(SLEEP_CONFIG.format(grace=grace))
+    initialize = {
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }  # fmt: skip
+    call = {"name": "execute_bash", "arguments": {"command": f"sleep {seconds}"}}
+    lines = [
+        initialize,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+    ]
+    command = [sys.executable, "-m", "repo_sandbox", "--root", str(tmp_path / "repo"), "--config", str(config)]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        watchdog = threading.Timer(60, process.kill)
+        watchdog.start()
+        try:
+            process.stdin.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 0
+            time.sleep(1.5)  # the call is running
+            started = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            answer = json.loads(process.stdout.readline())
+            returncode = process.wait(timeout=30)
+            elapsed = time.monotonic() - started
+            stderr = process.stderr.read().decode(errors="replace")
+        finally:
+            watchdog.cancel()
+    assert answer["id"] == 1
+    if outcome == "finished":
+        assert answer["result"]["isError"] is False, answer
+    else:
+        assert answer["error"] == {"code": -32000, "message": outcome}
+    assert returncode == 0
+    assert elapsed < grace + 6
+    assert "Traceback" not in stderr
