@@ -32,7 +32,7 @@ import anyio
 
 from bench.corpus import cache_dir, stdlib_corpus
 from bench.procstat import ProcessSample, descendants, sample
-from bench.soakclient import KINDS, connect
+from bench.soakclient import KINDS, connect, server_status
 
 MAX_DURATION_S = 3600.0
 TOKEN = "soak-token-" + os.urandom(12).hex()
@@ -106,7 +106,9 @@ async def run_session(url: str, index: int, kind: str, calls: list[tuple[str, di
                     tally.exec_run_ms[program].append(float(content["duration_ms"]))
         tally.sessions_done += 1
     except Exception as exc:  # noqa: BLE001  # every failure is counted and reported
-        tally.failures[f"{kind}: {type(exc).__name__}: {str(exc)[:120]}"] += 1
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:  # pyright: ignore[reportUnknownMemberType]
+            exc = exc.exceptions[0]  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+        tally.failures[f"{kind}: {type(exc).__name__}: {str(exc)[:160]}"] += 1  # pyright: ignore[reportUnknownArgumentType]
 
 
 async def sampler(pid: int, every_s: float, deadline: float, tally: Tally, started: float) -> None:
@@ -190,6 +192,8 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
                     tg.start_soon(run_session, url, index, kind, calls, deadline, tally)
             wall_s = time.monotonic() - started
             await anyio.sleep(2)  # sessions closed: what is still running now was left behind
+            with anyio.fail_after(60):
+                status = await server_status(url, TOKEN)
             final = sample(process.pid)
             if final is not None:
                 tally.samples.append(final)
@@ -206,7 +210,9 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         server_log = log.read_text(errors="replace")
     await anyio.sleep(0.5)
     outlived = {pid: name for pid, name in tally.children_seen.items() if alive(pid, name)}
-    return summarise(args, tally, wall_s, lingering, outlived, exit_code, stop_s, server_log)
+    summary = summarise(args, tally, wall_s, lingering, outlived, exit_code, stop_s, server_log)
+    summary["server_caches"] = {"search": status.get("search"), "tree_index": status.get("tree_index")}
+    return summary
 
 
 def summarise(
@@ -274,6 +280,8 @@ def print_summary(summary: dict[str, Any]) -> None:
         print(f"{key:8} first {values[0] if values else '-'} min {min(values, default='-')} max {max(values, default='-')} last {values[-1] if values else '-'}")  # fmt: skip
     print(f"children left after the sessions: {summary['children_after_sessions'] or 'none'}; "
           f"outliving the server: {summary['children_outliving_server'] or 'none'}")  # fmt: skip
+    search = summary["server_caches"]["search"] or {}
+    print(f"server caches at the end: search {json.dumps(search)[:600]}")
     print(f"server: SIGTERM -> exit {summary['server_exit_code']} in {summary['server_stop_s']} s; "
           f"tracebacks in its log: {summary['server_log_tracebacks']}")  # fmt: skip
 

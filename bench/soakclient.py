@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import httpx2
 from mcp import Client
@@ -40,3 +41,10 @@ async def connect(base_url: str, token: str, kind: str, *, query_token: bool = F
     else:
         async with Client(websocket_client(ws_url, {"Authorization": f"Bearer {token}"}), mode=mode) as client:
             yield client
+
+
+async def server_status(base_url: str, token: str) -> dict[str, Any]:
+    """The server's status resource (its caches, what its sessions did), read over one more session."""
+    async with connect(base_url, token, "ws-2025-11-25") as client:
+        result = await client.read_resource("repo-sandbox://status")
+    return json.loads(result.contents[0].text)  # pyright: ignore[reportAttributeAccessIssue]
