@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -30,6 +31,23 @@ def is_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def descendant_names(pid: int) -> list[str]:
+    """The command names of every process below `pid`."""
+    names: list[str] = []
+    pending = [pid]
+    while pending:
+        try:
+            children = Path(f"/proc/{pending.pop()}/task").glob("*/children")
+            found = [int(child) for path in children for child in path.read_text().split()]
+        except OSError:
+            continue
+        for child in found:
+            with contextlib.suppress(OSError):
+                names.append(Path(f"/proc/{child}/comm").read_text().strip())
+            pending.append(child)
+    return names
 
 
 ERAS = [("http", "legacy"), ("http", "auto"), ("ws", "legacy"), ("ws", "auto")]
@@ -138,9 +156,10 @@ async def test_sigterm_lets_real_calls_finish_within_the_grace_then_cancels_them
                         assert result.is_error is False, result.structured_content
                         results.append("finished")
 
+                started = time.monotonic()
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(call_in_flight)
-                    await anyio.sleep(0.8)  # the call is running
+                    await wait_until(lambda: "sleep" in descendant_names(server.process.pid))  # the call runs
                     started = time.monotonic()
                     server.process.send_signal(signal.SIGTERM)
             await wait_until(lambda: server.process.poll() is not None)
@@ -179,7 +198,10 @@ def test_sigterm_drains_stdio_as_it_drains_http(tmp_path: Path, grace: float, se
             process.stdin.write("".join(json.dumps(line) + "\n" for line in lines).encode())
             process.stdin.flush()
             assert json.loads(process.stdout.readline())["id"] == 0
-            time.sleep(1.5)  # the call is running
+            deadline = time.monotonic() + 30
+            while "sleep" not in descendant_names(process.pid):  # the call runs
+                assert time.monotonic() < deadline, "the call did not start within 30 s"
+                time.sleep(0.05)
             started = time.monotonic()
             process.send_signal(signal.SIGTERM)
             answer = json.loads(process.stdout.readline())
