@@ -136,6 +136,7 @@ INITIALIZE = {
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 DEEP_BODIES = [(frame, code, request_id) for frame, code, request_id in BAD_FRAMES if len(frame) > 1000]
+DEEP_BODIES += [("\ufeff" + frame, code, request_id) for frame, code, request_id in DEEP_BODIES[:2]]
 
 
 @pytest.mark.anyio

@@ -91,8 +91,9 @@ class JsonFraming:
         message = await receive()
         body: bytes = message.get("body", b"")
         if body.startswith(BOM_BYTES):
-            message = {**message, "body": body[len(BOM_BYTES) :]}
-        elif body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+            body = body[len(BOM_BYTES) :]
+            message = {**message, "body": body}
+        if body.count(b"[") + body.count(b"{") > MAX_DEPTH:
             error = deep_message_error(body.decode("utf-8", "replace"))
             if error is not None:
                 answer = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
