@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from feature_server import build_feature_server
-from harness import TOKEN, serve_in_process
+from harness import TOKEN, http_client, serve_in_process
 from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
 
@@ -46,7 +46,16 @@ BAD_FRAMES: list[tuple[str, int | None, object]] = [
     ('{"jsonrpc": "2.0", "id": 3, "error": "nope"}', None, None),
     # nor is a blank line
     ("   ", None, None),
+    # valid JSON nested deeper than any parser here reads: not a message this server takes (its id when readable)
+    ("[" * 2000 + "]" * 2000, -32600, None),
+    ('{"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {"x": ' + "[" * 2000 + "]" * 2000 + "}}", -32600, 6),
+    ('{"jsonrpc": "2.0", "method": "ping", "params": {"x": ' + "[{" * 150 + "}]" * 150 + '}, "id": "d"}', -32600, "d"),
+    # ... but unbalanced brackets at that depth are still not JSON
+    ("[" * 2000, -32700, None),
+    ("[" * 1000 + "}" * 1000, -32700, None),
 ]
+BOM_PING = "\ufeff" + json.dumps({"jsonrpc": "2.0", "id": "bom", "method": "ping"})
+"""A leading byte-order mark is ignored (RFC 8259 §8.1): the ping is answered."""
 
 
 @pytest.mark.parametrize(("frame", "code", "request_id"), BAD_FRAMES)
@@ -72,7 +81,7 @@ def brief(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_stdio_answers_every_bad_line_and_keeps_serving(tmp_path: Path) -> None:
-    lines = [frame.replace("\n", " ") for frame, _, _ in BAD_FRAMES] + [PING]
+    lines = [frame.replace("\n", " ") for frame, _, _ in BAD_FRAMES] + [BOM_PING, PING]
     process = subprocess.Popen(
         [REPO_SANDBOX, "--root", str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
@@ -97,8 +106,8 @@ def test_stdio_answers_every_bad_line_and_keeps_serving(tmp_path: Path) -> None:
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
-    assert [brief(reply) for reply in replies[:-1]] == expected_replies()
-    assert replies[-1] == {"jsonrpc": "2.0", "id": "after", "result": {}}
+    assert [brief(reply) for reply in replies[:-2]] == expected_replies()
+    assert replies[-2:] == [{"jsonrpc": "2.0", "id": i, "result": {}} for i in ("bom", "after")]
 
 
 @pytest.mark.anyio
@@ -111,8 +120,38 @@ async def test_websocket_answers_every_bad_text_frame_and_keeps_the_connection()
             async with connect(url, subprotocols=[Subprotocol("mcp")]) as ws:
                 for frame, _, _ in BAD_FRAMES:
                     await ws.send(frame)
+                await ws.send(BOM_PING)
                 await ws.send(PING)
                 while not replies or replies[-1].get("id") != "after":
                     replies.append(json.loads(await ws.recv()))
-    assert [brief(reply) for reply in replies[:-1]] == expected_replies()
-    assert replies[-1] == {"jsonrpc": "2.0", "id": "after", "result": {}}
+    assert [brief(reply) for reply in replies[:-2]] == expected_replies()
+    assert replies[-2:] == [{"jsonrpc": "2.0", "id": i, "result": {}} for i in ("bom", "after")]
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+DEEP_BODIES = [(frame, code, request_id) for frame, code, request_id in BAD_FRAMES if len(frame) > 1000]
+DEEP_BODIES += [("\ufeff" + frame, code, request_id) for frame, code, request_id in DEEP_BODIES[:2]]
+
+
+@pytest.mark.anyio
+async def test_http_reads_bodies_as_frames_are_read() -> None:
+    server, _ = build_feature_server()
+    with anyio.fail_after(20):
+        async with serve_in_process(server) as running, http_client() as http:
+            initialized = await http.post(
+                running.mcp_url, content=("\ufeff" + json.dumps(INITIALIZE)).encode(), headers=MCP_HEADERS
+            )
+            answers = [
+                await http.post(running.mcp_url, content=frame.encode(), headers=MCP_HEADERS)
+                for frame, _, _ in DEEP_BODIES
+            ]
+    assert initialized.status_code == 200 and "mcp-session-id" in initialized.headers
+    assert [(answer.status_code, brief(answer.json())) for answer in answers] == [
+        (400, {"id": request_id, "code": code}) for _, code, request_id in DEEP_BODIES
+    ]

@@ -113,6 +113,9 @@ async def test_websocket_client_that_stops_reading_is_dropped_and_frees_its_sess
                     )
                 service = running.service
                 await wait_until(lambda: service.slots.in_use == 0)
+                assert running.server is not None
+                state = running.server.server_state
+                await wait_until(lambda: not state.connections)  # the socket is closed too, not just the session
             assert await healthz_status(running) == 200
 
 
@@ -140,6 +143,7 @@ async def test_http_client_that_stops_reading_its_response_does_not_keep_the_req
                 assert response.status_code == 200
                 state = running.server.server_state
                 await wait_until(lambda: len(state.tasks) <= baseline)  # never reading the 30 MiB answer
+                await wait_until(lambda: not state.connections)  # and its socket is closed
             assert await healthz_status(running) == 200
 
 

@@ -3,12 +3,14 @@
 The writer is the only code that does I/O. Callers hand it events with `submit`, which never blocks: a
 bounded queue, and an event that does not fit is dropped and counted. Any failure (full disk, unwritable
 path, broken pipe) is counted and kept as `last_error` for the status report; it never reaches a tool call.
-Because one thread writes whole lines, lines never interleave. One server process per audit file: rotation
+Because one thread writes whole lines, lines never interleave; a batch a full disk cuts short is taken back
+(truncated to where it began), so the file holds whole lines only. One server process per audit file: rotation
 is not coordinated between processes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -84,11 +86,21 @@ class RotatingFileSink:
         self.rotations += 1
 
     def _write_all(self, fd: int, data: bytes) -> None:
+        """Whole lines or nothing: a write that fails part-way (a full disk writes what fits, then refuses)
+        is taken back, so that the next line does not continue a torn one."""
+        start = os.fstat(fd).st_size if self._regular else 0
         view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-            self._size += written
+        try:
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+                self._size += written
+        except OSError:
+            if self._regular and len(view) < len(data):
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                self._size = start
+            raise
 
     def write_lines(self, lines: Sequence[bytes]) -> None:
         try:

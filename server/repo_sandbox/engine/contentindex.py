@@ -88,7 +88,9 @@ class ContentIndex:
             return None if cached[1] is None else list(cached[1])
         admits = probe.admits
         found: list[str] | None = []
-        for rel, (_, signature) in list(self._signatures.items()):
+        with self._lock:  # the builder adds signatures meanwhile: iterating the live dict would raise
+            signatures = list(self._signatures.items())
+        for rel, (_, signature) in signatures:
             if rel.startswith(prefix) and admits(signature):
                 if len(found) == most:
                     found = None
@@ -189,9 +191,11 @@ class ContentIndex:
                 if not modulus and ino:
                     self._refused[rel_path] = (dev, ino, size, mtime, ctime)
                 elif modulus and self.filter_bytes + length <= MAX_FILTER_BYTES:
-                    old = self._signatures.get(rel_path)
-                    self._signatures[rel_path] = ((dev, ino, size, mtime, ctime), Signature.from_bytes(modulus, packed))
-                    self._generation += 1
+                    signature = Signature.from_bytes(modulus, packed)
+                    with self._lock:
+                        old = self._signatures.get(rel_path)
+                        self._signatures[rel_path] = ((dev, ino, size, mtime, ctime), signature)
+                        self._generation += 1
                     self.filter_bytes += length - (0 if old is None else (old[1].modulus + 7) // 8)
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:

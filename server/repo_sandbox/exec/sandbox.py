@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -147,14 +148,20 @@ def installed(binary: str) -> str | None:
     return path
 
 
+_masks_lock = threading.Lock()
+
+
 def mask_sources(tmp: str) -> tuple[str, str]:
-    """An empty read-only file and directory (in the call's private temp dir) to mount over hidden entries."""
+    """An empty read-only file and directory (in the call's private temp dir) to mount over hidden entries.
+
+    The first calls on a fresh server share one directory: the lock makes one of them create both entries
+    and the others wait for them (checking for the directory, made last, means both exist)."""
     empty_file, empty_dir = os.path.join(tmp, "masked-file"), os.path.join(tmp, "masked-dir")
-    if not os.path.exists(empty_file):
-        with open(empty_file, "x"):
-            pass
-        os.chmod(empty_file, 0o444)
-        os.mkdir(empty_dir, 0o555)
+    with _masks_lock:
+        if not os.path.isdir(empty_dir):
+            os.close(os.open(empty_file, os.O_CREAT | os.O_RDONLY | os.O_CLOEXEC, 0o444))
+            os.chmod(empty_file, 0o444)
+            os.mkdir(empty_dir, 0o555)
     return empty_file, empty_dir
 
 

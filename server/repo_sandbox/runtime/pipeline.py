@@ -167,9 +167,15 @@ def validate_arguments(spec: ToolSpec, arguments: Any) -> Any:
     if not isinstance(arguments, dict):
         raise InvalidArgumentsError("Arguments must be a JSON object.", field="(arguments)")
     try:
-        return spec.args_model.model_validate(arguments)
+        args = spec.args_model.model_validate(arguments)
     except ValidationError as exc:
         raise invalid_arguments_from(exc, spec.name) from None
+    for name, value in args:
+        if isinstance(value, str) and "\x00" in value:  # no path, pattern or command can carry one to the OS
+            raise InvalidArgumentsError(
+                f"'{name}' contains a NUL byte.", hint=f"Remove the NUL byte from '{name}'.", field=name
+            )
+    return args
 
 
 async def run_tool(workspace: Workspace, call: ToolCall) -> dict[str, Any]:

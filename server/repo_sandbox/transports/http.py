@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -22,17 +23,20 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from repo_sandbox.config.model import ServerConfig
 from repo_sandbox.transports.auth import BearerAuth
 from repo_sandbox.transports.drain import Drain
+from repo_sandbox.transports.framing import MAX_DEPTH, deep_message_error
 from repo_sandbox.transports.gate import Gate
 from repo_sandbox.transports.limits import BodyLimit, RateLimiter, SessionSlots
 from repo_sandbox.transports.origin import HostOriginPolicy
 from repo_sandbox.transports.websocket import OpenConnections, WebSocketEndpoint, WebSocketLimits
 
 logger = logging.getLogger("repo_sandbox.transports")
+
+BOM_BYTES = "\ufeff".encode()
 
 
 class CountedSessionManager(StreamableHTTPSessionManager):
@@ -62,9 +66,76 @@ class CountedSessionManager(StreamableHTTPSessionManager):
             self.slots.release()
         await super()._discard_session(session_id, transport)
 
+    async def close_sessions(self) -> None:
+        """End every stateful session (their SSE streams close): the last step of a drain."""
+        for session_id, transport in list(self._server_instances.items()):
+            await self._discard_session(session_id, transport)
+
     @property
     def open_sessions(self) -> int:
         return len(self._server_instances)
+
+
+class JsonFraming:
+    """/mcp POST bodies read as stdio lines and WebSocket frames are (`framing`): a leading byte-order mark is
+    ignored, and a body nested deeper than the SDK's parser reads is answered -32600, not "Parse error".
+    Runs inside `BodyLimit`, which hands on the whole body in one message."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        message = await receive()
+        body: bytes = message.get("body", b"")
+        if body.startswith(BOM_BYTES):
+            body = body[len(BOM_BYTES) :]
+            message = {**message, "body": body}
+        if body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+            error = deep_message_error(body.decode("utf-8", "replace"))
+            if error is not None:
+                answer = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(answer)).encode())]
+                await send({"type": "http.response.start", "status": 400, "headers": headers})
+                await send({"type": "http.response.body", "body": answer})
+                return
+        first = [message]
+
+        async def replayed() -> Message:
+            return first.pop() if first else await receive()
+
+        await self.app(scope, replayed, send)
+
+
+class ResponsesInFlight:
+    """The /mcp POST requests whose response is not yet written (a 2025-11-25 call answers on an SSE stream
+    that outlives its handler), so that a shutdown closes sessions only once their answers are out."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._none = anyio.Event()
+        self._none.set()
+
+    @contextlib.asynccontextmanager
+    async def track(self, scope: Scope) -> AsyncIterator[None]:
+        if scope.get("method") != "POST":  # a GET stream stays open until its session ends
+            yield
+            return
+        self.count += 1
+        if self._none.is_set():
+            self._none = anyio.Event()
+        try:
+            yield
+        finally:
+            self.count -= 1
+            if not self.count:
+                self._none.set()
+
+    async def flush(self, timeout_s: float) -> None:
+        with anyio.move_on_after(timeout_s):
+            await self._none.wait()
 
 
 @dataclass
@@ -77,6 +148,7 @@ class HttpService:
     sessions: CountedSessionManager
     websockets: OpenConnections
     settings: ServerConfig
+    responses: ResponsesInFlight
 
 
 async def healthz(request: Request) -> Response:
@@ -96,11 +168,14 @@ def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | 
     auth = BearerAuth(token)
     limits = WebSocketLimits(rate, slots, settings.session_idle_timeout_s, settings.send_timeout_s)
 
+    responses = ResponsesInFlight()
+
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        await sessions.handle_request(scope, receive, send)
+        async with responses.track(scope):
+            await sessions.handle_request(scope, receive, send)
 
     mcp_app = Gate(
-        BodyLimit(mcp_endpoint, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s),
+        BodyLimit(JsonFraming(mcp_endpoint), max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s),
         policy=policy,
         auth=auth,
         drain=drain,
@@ -125,4 +200,4 @@ def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | 
         ],
         lifespan=lifespan,
     )
-    return HttpService(app, drain, slots, sessions, ws_endpoint.connections, settings)
+    return HttpService(app, drain, slots, sessions, ws_endpoint.connections, settings, responses)

@@ -1,8 +1,9 @@
 """Run the HTTP/WebSocket app under uvicorn: header timeouts, connection limits, graceful SIGTERM.
 
 On SIGTERM (or Ctrl-C) the server stops accepting connections, refuses new MCP requests, gives
-in-flight calls `shutdown_grace_s` to finish, cancels the rest (their child processes are killed),
-then closes WebSockets (1012) and HTTP sessions and exits.
+in-flight calls `shutdown_grace_s` to finish, cancels the rest (their child processes are killed and
+their callers get a JSON-RPC error), lets the last answers reach the wire (WebSocket frames, the SSE
+responses of 2025-11-25 HTTP calls), then closes WebSockets (1012) and HTTP sessions and exits.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+import anyio
 import uvicorn
 from mcp.server import MCPServer
+from sse_starlette.sse import AppStatus
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from repo_sandbox.config.model import ServerConfig
@@ -32,17 +35,44 @@ FLUSH_TIMEOUT_S: Final = 1.0
 """On shutdown, how long WebSocket clients get to receive the answers to their last requests."""
 
 
+def abort_unflushed_close(transport: asyncio.Transport, loop: asyncio.AbstractEventLoop, deadline_s: float) -> None:
+    """Make `transport.close()` final: asyncio's close waits until the send buffer is flushed, so a peer that
+    stopped reading (a slow reader dropped at the send timeout) would hold the socket and its descriptor for
+    ever. Once a closed connection's peer has taken nothing for `deadline_s`, the rest is discarded (the
+    connection is reset); a peer still reading gets the whole answer."""
+    close = transport.close
+    if getattr(close, "aborts_unflushed", False):  # the WebSocket protocol takes over a wrapped transport
+        return
+
+    def check(unsent_before: int) -> None:
+        unsent = transport.get_write_buffer_size()
+        if unsent and unsent >= unsent_before:
+            transport.abort()
+        elif unsent:
+            loop.call_later(deadline_s, check, unsent)
+
+    def close_then_abort() -> None:
+        close()
+        loop.call_later(deadline_s, check, transport.get_write_buffer_size())
+
+    close_then_abort.aborts_unflushed = True  # type: ignore[attr-defined]
+    transport.close = close_then_abort  # type: ignore[method-assign]
+
+
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, plus a deadline for receiving each request head.
+    """uvicorn's HTTP/1.1 protocol, plus a deadline for receiving each request head and one for closing.
 
     uvicorn has no such timeout: a client that sends its headers one byte a minute holds a connection
     (and a `limit_concurrency` slot) for ever. The deadline is armed when the connection opens and after
-    each response; a request head that has not arrived by then closes the connection.
+    each response; a request head that has not arrived by then closes the connection. A connection (HTTP or
+    the WebSocket it is upgraded to) closed while its peer reads nothing is reset after `close_timeout_s`.
     """
 
     header_timeout_s: float = 10.0
+    close_timeout_s: float = 10.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        abort_unflushed_close(transport, self.loop, self.close_timeout_s)
         super().connection_made(transport)
         self._arm_header_deadline()
 
@@ -82,8 +112,9 @@ class _DeniedHandshakeFilter(logging.Filter):
         return record.getMessage() != "ASGI callable returned without completing handshake."
 
 
-def guarded_protocol(header_timeout_s: float) -> type[H11Protocol]:
-    return type("GuardedH11", (GuardedH11Protocol,), {"header_timeout_s": header_timeout_s})
+def guarded_protocol(header_timeout_s: float, close_timeout_s: float) -> type[H11Protocol]:
+    attributes = {"header_timeout_s": header_timeout_s, "close_timeout_s": close_timeout_s}
+    return type("GuardedH11", (GuardedH11Protocol,), attributes)
 
 
 class DrainingServer(uvicorn.Server):
@@ -92,6 +123,9 @@ class DrainingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, service: HttpService) -> None:
         super().__init__(config)
         self.service = service
+        # sse-starlette ends every SSE stream ~0.5 s after uvicorn's exit flag is set, cutting 2025-11-25
+        # calls that would finish within the grace; the drain closes the sessions itself instead.
+        AppStatus.disable_automatic_graceful_drain()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -110,7 +144,11 @@ class DrainingServer(uvicorn.Server):
         for server in self.servers:
             server.close()
         cancelled = await self.service.drain.drain(self.service.settings.shutdown_grace_s)
-        await self.service.websockets.flush(FLUSH_TIMEOUT_S)
+        with anyio.move_on_after(FLUSH_TIMEOUT_S):  # the last answers go out before the connections close
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.service.websockets.flush, FLUSH_TIMEOUT_S)
+                tg.start_soon(self.service.responses.flush, FLUSH_TIMEOUT_S)
+        await self.service.sessions.close_sessions()
         logger.info("shutdown: in-flight calls drained (%d cancelled)", cancelled)
         await super().shutdown(sockets)
 
@@ -136,7 +174,7 @@ def uvicorn_config(service: HttpService, *, fd: int | None = None) -> uvicorn.Co
         host=settings.host,
         port=settings.port,
         fd=fd,
-        http=guarded_protocol(settings.header_timeout_s),
+        http=guarded_protocol(settings.header_timeout_s, settings.send_timeout_s),
         ws="websockets-sansio",
         ws_max_size=settings.max_body_bytes,
         ws_per_message_deflate=False,  # no decompression bombs; MCP frames are small

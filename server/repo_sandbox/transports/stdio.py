@@ -9,6 +9,10 @@ reads and writes the pipes itself, with the same contract:
   stray prints never touch the wire; the wire is served from private close-on-exec duplicates, and fd 0/1
   and their blocking mode are restored on exit.
 Descriptors that cannot be polled (a regular file: `repo-sandbox < requests.jsonl`) use the SDK's transport.
+
+SIGTERM drains as the network transports do (`transports.drain`): new requests are refused, in-flight calls
+get `[server] shutdown_grace_s` to finish and are then cancelled (their callers get a JSON-RPC error), the
+last answers are written, and the server exits with status 0.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import fcntl
 import logging
 import os
 import select
+import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -27,16 +32,20 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
 from repo_sandbox.app import build_server
 from repo_sandbox.roots import RootPolicy
+from repo_sandbox.transports.drain import Drain
 from repo_sandbox.transports.framing import BadFrame, read_message
 from repo_sandbox.workspace import Workspace
 
 READ_CHUNK = 1 << 16
+FLUSH_TIMEOUT_S = 1.0
+"""On shutdown, how long the last answers get to reach the client."""
 
 logger = logging.getLogger("repo_sandbox")
 
@@ -62,8 +71,20 @@ def serve_stdio(
     client's MCP roots count (`app.build_server`).
     """
     server = build_server(workspace, roots=roots)
+    drain = Drain()
+    server.middleware.insert(0, drain)
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what MCPServer.run_stdio_async runs
     stopped: list[StopServing] = []
+    answers = Answers()
+
+    async def drain_on_sigterm(scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                cancelled = await drain.drain(workspace.settings.server.shutdown_grace_s)
+                await answers.flush(FLUSH_TIMEOUT_S)
+                logger.info("shutdown: in-flight calls drained (%d cancelled)", cancelled)
+                scope.cancel()
+                return
 
     async def serve() -> None:
         token = anyio.lowlevel.current_token()
@@ -83,8 +104,14 @@ def serve_stdio(
             def answered() -> None:
                 threading.Thread(target=work, name="repo-sandbox-after-handshake", daemon=True).start()
 
-            async with stdio_streams(after_first_message=answered) as (read_stream, write_stream):
+            async with (
+                stdio_streams(after_first_message=answered, answers=answers) as (read_stream, write_stream),
+                anyio.create_task_group() as signals,
+            ):
+                if threading.current_thread() is threading.main_thread():  # only it can receive signals
+                    signals.start_soon(drain_on_sigterm, scope)
                 await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+                signals.cancel_scope.cancel()
 
     anyio.run(serve)
     if stopped:
@@ -93,11 +120,39 @@ def serve_stdio(
     return 0
 
 
-def stdio_streams(after_first_message: Callable[[], None] = lambda: None) -> AbstractAsyncContextManager[Any]:
+class Answers:
+    """The requests read but not yet answered on the wire, so that a shutdown lets the last answers out."""
+
+    def __init__(self) -> None:
+        self.pending: set[types.RequestId] = set()
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def asked(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest):
+            self.pending.add(message.id)
+            if self._idle.is_set():
+                self._idle = anyio.Event()
+
+    def answered(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and message.id is not None:
+            self.pending.discard(message.id)
+            if not self.pending:
+                self._idle.set()
+
+    async def flush(self, timeout_s: float) -> None:
+        with anyio.move_on_after(timeout_s):
+            await self._idle.wait()
+
+
+def stdio_streams(
+    after_first_message: Callable[[], None] = lambda: None, answers: Answers | None = None
+) -> AbstractAsyncContextManager[Any]:
     """The message streams over this process's stdin/stdout: the event loop's own when both can be polled.
-    `after_first_message` is called once the first message is written (at once with the SDK's transport)."""
+    `after_first_message` is called once the first message is written (at once with the SDK's transport);
+    `answers` tracks the requests not yet answered (the event loop's streams only)."""
     if _pollable(sys.stdin, 0, select.EPOLLIN) and _pollable(sys.stdout, 1, select.EPOLLOUT):
-        return _loop_stdio(after_first_message)
+        return _loop_stdio(after_first_message, answers or Answers())
     after_first_message()
     return stdio_server()
 
@@ -133,7 +188,7 @@ class _Claim:
 
 
 @asynccontextmanager
-async def _loop_stdio(after_first_message: Callable[[], None]) -> AsyncIterator[Streams]:
+async def _loop_stdio(after_first_message: Callable[[], None], answers: Answers) -> AsyncIterator[Streams]:
     stdin = _Claim(0, os.open(os.devnull, os.O_RDONLY))
     try:
         stdout = _Claim(1, os.dup(2))
@@ -154,6 +209,7 @@ async def _loop_stdio(after_first_message: Callable[[], None]) -> AsyncIterator[
                         if message.reply is not None:
                             await replies.send(SessionMessage(message.reply))
                         continue
+                    answers.asked(message)
                     await read_writer.send(SessionMessage(message))
 
         async def write_messages() -> None:
@@ -162,6 +218,7 @@ async def _loop_stdio(after_first_message: Callable[[], None]) -> AsyncIterator[
                 async for session_message in write_reader:
                     text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await _write_all(stdout.wire, (text + "\n").encode("utf-8"))
+                    answers.answered(session_message.message)
                     if first:
                         first = False
                         after_first_message()

@@ -81,8 +81,8 @@ class _Connection:
         if self.all_answered.is_set():
             self.all_answered = anyio.Event()
 
-    def _untrack(self, request_id: object) -> None:
-        self.pending.discard(request_id)  # pyright: ignore[reportArgumentType]
+    def _untrack(self, request_id: types.RequestId | None) -> None:
+        self.pending.discard(request_id)
         if not self.pending:
             self.all_answered.set()
 
@@ -125,8 +125,10 @@ class _Connection:
             return True  # answers to our own requests (elicitation): bounded by us, never dropped
         is_cancel = isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled"
         if is_cancel:
-            self._untrack((message.params or {}).get("requestId"))  # pyright: ignore[reportAttributeAccessIssue]
-            return True
+            request_id = (message.params or {}).get("requestId")  # pyright: ignore[reportAttributeAccessIssue]
+            if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+                self._untrack(request_id)
+            return True  # a malformed one too: the SDK drops it (JSON-RPC answers no notification)
         retry_after = self.limits.rate.acquire(self.session_id)
         if retry_after is not None:
             if isinstance(message, types.JSONRPCRequest):
