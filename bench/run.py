@@ -274,6 +274,24 @@ def render(rows: list[Row], extra: dict[str, Any], corpus: Path, rounds: int) ->
     return "\n".join(lines)
 
 
+def _session(options: argparse.Namespace) -> int:
+    from bench.corpus import big_corpus
+    from bench.session_report import run_session
+
+    corpora = [] if options.no_stdlib else [(stdlib_corpus(), "the stdlib copy")]
+    corpora += [(p.resolve(), "given with --corpus") for p in options.corpus]
+    if not options.no_big:
+        big, note = big_corpus()
+        print(f"generated tree: {note}", flush=True)
+        if big is not None:
+            corpora.append((big, note))
+    rounds = 1 if options.quick else (options.rounds if options.rounds != 9 else 3)
+    env = dict(item.split("=", 1) for item in options.env)
+    command = [sys.executable, "-m", "bench.variant", options.off, "--"] if options.off else None
+    run_session(corpora, rounds, options.idle, command, env)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--rounds", type=int, default=9)
@@ -282,6 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-stdlib", action="store_true", help="skip the stdlib corpus")
     parser.add_argument("--quick", action="store_true", help="one round, 20 reads: a smoke test")
     parser.add_argument("--status", action="store_true", help="also print the server's status resource")
+    parser.add_argument("--session", action="store_true", help="the session benchmark (bench/session.py)")
+    parser.add_argument("--no-big", action="store_true", help="--session: skip the generated 100k-file tree")
+    parser.add_argument("--idle", type=float, default=12.0, help="--session: seconds of idleness before the last calls")
+    parser.add_argument("--off", default="", help="--session: census_memo,file_facts switched off (bench/variant.py)")
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="--session: set in the server's environment"
+    )
     parser.add_argument(
         "--only",
         action="append",
@@ -290,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         help="measure only the rows whose name (or reference's name) contains TEXT, and their references",
     )
     options = parser.parse_args(argv)
+    if options.session:
+        return _session(options)
     if options.quick:
         options.rounds, options.reads = 1, 20
     corpora = ([] if options.no_stdlib else [stdlib_corpus()]) + [p.resolve() for p in options.corpus]
