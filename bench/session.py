@@ -63,7 +63,7 @@ STEPS = [
     Step("count_lines .", "count_lines", {"path": "."}),
 ]
 AFTER_IDLE = [STEPS[0], STEPS[2], STEPS[3], STEPS[7], STEPS[8]]
-PAGED_TEXT = _search(r"class \w+Error\(")
+PAGED_TEXT = _search(r"class \w+Error\(", limit=1000)
 
 
 def reference(step: Step | str, rg: str, rel: str) -> list[str]:
