@@ -1,9 +1,9 @@
 """The session benchmark: what an agent meets, call by call, on a fresh server (`scripts/bench --session`).
 
 Each round spawns a fresh server and makes the same scripted session through the MCP SDK client over stdio:
-every call kind once on the fresh server (cold), once more (warm), every page of one large search_files and
-one large search_text, read_file 200 lines repeatedly beside the official filesystem server, then after
-`idle_s` of silence (an agent thinking) a few more calls. Each call is paired, in random order, with its
+initialize and tools/list (as every client does first), every call kind once on the fresh server (cold), once
+more (warm), every page of one large search_files and one large search_text, read_file 200 lines repeatedly
+beside the official filesystem server, then after `idle_s` of silence (an agent thinking) a few more calls. Each call is paired, in random order, with its
 reference run in the same round (the same rg binary the server uses, `rg --files`, `head -n`, `wc -l`), so a
 busy machine slows both sides of a ratio alike. A thread samples the memory of the server and its children.
 """
@@ -87,6 +87,8 @@ class RoundResult:
     """(kind, phase) -> (ours ms, reference ms); phase is cold, warm or idle."""
     startup: tuple[float, float] = (0.0, 0.0)
     """(ours, bare MCPServer) spawn -> initialize answered, ms."""
+    list_ms: float = 0.0
+    """tools/list right after initialize, as every client does before its first call."""
     paging: dict[str, tuple[float, float, int]] = field(default_factory=dict[str, tuple[float, float, int]])
     """kind -> (every page together ms, one reference run ms, pages)."""
     read_p50: tuple[float, float | None] = (0.0, None)
@@ -165,6 +167,7 @@ class Session:
         params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=self.env)
         async with Client(params, mode="legacy") as client:
             out.startup = ((time.perf_counter() - start) * 1000, bare)
+            out.list_ms = await _ms(client.list_tools)
             pid = server_pid("--root")
             assert pid is not None, "bench: the server process was not found"
             with PeakRss(pid) as peak:

@@ -58,7 +58,7 @@ def render(rounds: list[RoundResult], corpus: Path, note: str, fs_note: str) -> 
     startup = statistics.median(r.startup[0] / r.startup[1] for r in rounds)
     lines.append(
         f"start-up to initialize: {statistics.median(r.startup[0] for r in rounds):.0f} ms, "
-        f"{startup:.2f}x a bare MCPServer"
+        f"{startup:.2f}x a bare MCPServer; then tools/list {statistics.median(r.list_ms for r in rounds):.0f} ms"
     )
     lines.append(
         f"peak RSS, server and children: {statistics.median(r.peak_mib for r in rounds):.1f} MiB "

@@ -7,6 +7,7 @@ that answering `initialize` does not wait for it.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.types import CallToolRequestParams, CallToolResult, InputRequiredResult, ListToolsResult, Tool
 
 from repo_sandbox.app import call_tool_result, mcp_tool
+from repo_sandbox.engine import select
 from repo_sandbox.runtime.approvals import APPROVE, make_approve
 from repo_sandbox.runtime.assembly import AgentLoopState, build_pipeline
 from repo_sandbox.runtime.clock import Clock
@@ -40,6 +42,7 @@ class ToolHandlers:
         self.pipeline = build_pipeline(workspace, self.loop)
         self._bus = bus
         self._session_of = session_of
+        self._prepared = False
 
     @functools.cached_property
     def definitions(self) -> list[Tool]:
@@ -51,6 +54,11 @@ class ToolHandlers:
 
     async def list_tools(self, ctx: ServerRequestContext[Any]) -> ListToolsResult:
         """The tools this client may use, each blocked circuit noted in its tool's description."""
+        if not self._prepared:  # calls follow a listing: the search engine gets ready meanwhile
+            self._prepared = True
+            threading.Thread(
+                target=select.prepare, args=(self.workspace,), name="repo-sandbox-prepare", daemon=True
+            ).start()
         can_elicit = can_ask_user(ctx.session, ctx.protocol_version)
         notes = self.loop.guard.blocked_descriptions(self._session_of(ctx))
         listed: list[Tool] = []
