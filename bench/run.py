@@ -26,6 +26,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bench.corpus import pick_read_target, stdlib_corpus
+from bench.session import SERVER as SESSION_SERVER
+from bench.session import SERVER_ENV as SESSION_ENV
+from bench.session import Server
 
 SERVER = str(Path(sys.executable).with_name("repo-sandbox"))
 BARE = str(Path(__file__).with_name("bare_server.py"))
@@ -286,10 +289,19 @@ def _session(options: argparse.Namespace) -> int:
         if big is not None:
             corpora.append((big, note))
     rounds = 1 if options.quick else (options.rounds if options.rounds != 9 else 3)
-    env = dict(item.split("=", 1) for item in options.env)
-    command = [sys.executable, "-m", "bench.variant", options.off, "--"] if options.off else None
-    run_session(corpora, rounds, options.idle, command, env)
+    servers = [_server("as configured", options.off, options.env)]
+    for spec in options.variant:
+        name, _, items = spec.partition(":")
+        parts = [item for item in items.split(",") if item]
+        off = ",".join(filter(None, [options.off, *(p[1:] for p in parts if p.startswith("-"))]))
+        servers.append(_server(name, off, [*options.env, *(p for p in parts if not p.startswith("-"))]))
+    run_session(corpora, rounds, options.idle, servers)
     return 0
+
+
+def _server(name: str, off: str, env: list[str]) -> Server:
+    command = [sys.executable, "-m", "bench.variant", off, "--"] if off else [SESSION_SERVER]
+    return Server(name, command, {**SESSION_ENV, **dict(item.split("=", 1) for item in env)})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -304,6 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-big", action="store_true", help="--session: skip the generated 100k-file tree")
     parser.add_argument("--idle", type=float, default=12.0, help="--session: seconds of idleness before the last calls")
     parser.add_argument("--off", default="", help="--session: census_memo,file_facts switched off (bench/variant.py)")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:ITEMS",
+        help="--session: also a server with ITEMS (NAME=VALUE env settings, -census_memo/-file_facts switched off), "
+        "measured in the same rounds and shown over the first",
+    )
     parser.add_argument(
         "--env", action="append", default=[], metavar="NAME=VALUE", help="--session: set in the server's environment"
     )

@@ -116,11 +116,19 @@ async def _spawn_ms(command: str, args: list[str], env: dict[str, str] | None = 
         return (time.perf_counter() - start) * 1000
 
 
-class Session:
-    """One corpus, one server command: runs rounds and collects each one's `RoundResult`."""
+@dataclass(frozen=True)
+class Server:
+    name: str
+    command: list[str]
+    env: dict[str, str]
 
-    def __init__(self, corpus: Path, command: list[str], env: dict[str, str], idle_s: float) -> None:
-        self.corpus, self.command, self.env, self.idle_s = corpus, command, env, idle_s
+
+class Session:
+    """One corpus, one or more server variants: each round runs the whole session once per variant (in a new
+    random order each round, so that a machine's load drifting over minutes falls on all of them alike)."""
+
+    def __init__(self, corpus: Path, servers: list[Server], idle_s: float) -> None:
+        self.corpus, self.servers, self.idle_s = corpus, servers, idle_s
         self.rg = server_rg()
         self.rel = str(pick_read_target(corpus).relative_to(corpus))
         self.fs, self.fs_note = fs_server()
@@ -160,11 +168,16 @@ class Session:
             ]
         return statistics.median(samples)
 
-    async def round(self) -> RoundResult:
+    async def round(self) -> dict[str, RoundResult]:
+        order = list(self.servers)
+        random.shuffle(order)
+        return {server.name: await self._session(server) for server in order}
+
+    async def _session(self, server: Server) -> RoundResult:
         out = RoundResult()
         bare = await _spawn_ms(sys.executable, [BARE])
         start = time.perf_counter()
-        params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=self.env)
+        params = StdioServerParameters(command=server.command[0], args=server.command[1:], env=server.env)
         async with Client(params, mode="legacy") as client:
             out.startup = ((time.perf_counter() - start) * 1000, bare)
             out.list_ms = await _ms(client.list_tools)

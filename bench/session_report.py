@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 
-from bench.session import SERVER, SERVER_ENV, STEPS, RoundResult, Session
+from bench.session import STEPS, RoundResult, Server, Session
 
 
 def _cell(pairs: list[tuple[float, float]]) -> str:
@@ -70,19 +70,46 @@ def render(rounds: list[RoundResult], corpus: Path, note: str, fs_note: str) -> 
     return "\n".join(lines)
 
 
-async def _rounds(session: Session, count: int) -> list[RoundResult]:
+def render_variant(name: str, rounds: list[RoundResult], base: list[RoundResult]) -> str:
+    """The variant's times over the first server's, per call kind: the median over rounds of the ratio of the
+    two ratios to the reference each one was measured with (below 1: the variant is faster)."""
+
+    def over(kind: str, phase: str) -> str:
+        ratios = [
+            (r.pairs[(kind, phase)][0] / r.pairs[(kind, phase)][1])
+            / (b.pairs[(kind, phase)][0] / b.pairs[(kind, phase)][1])
+            for r, b in zip(rounds, base, strict=True)
+            if (kind, phase) in r.pairs and (kind, phase) in b.pairs
+        ]
+        return f"{statistics.median(ratios):.2f}x" if ratios else "-"
+
+    lines = [f"variant '{name}' over the first: cold / warm / after idle"]
+    for kind in [step.kind for step in STEPS] + ["read_file 200 lines"]:
+        lines.append(f"  {kind:<40} {over(kind, 'cold'):>7} {over(kind, 'warm'):>7} {over(kind, 'idle'):>7}")
+    for kind in rounds[0].paging:
+        ratios = [
+            (r.paging[kind][0] / r.paging[kind][1]) / (b.paging[kind][0] / b.paging[kind][1])
+            for r, b in zip(rounds, base, strict=True)
+        ]
+        lines.append(f"  {kind:<40} {statistics.median(ratios):.2f}x")
+    peak, base_peak = statistics.median(r.peak_mib for r in rounds), statistics.median(b.peak_mib for b in base)
+    lines.append(f"  peak RSS {peak:.0f} MiB (first: {base_peak:.0f} MiB); errors {sum(len(r.errors) for r in rounds)}")
+    return "\n".join(lines)
+
+
+async def _rounds(session: Session, count: int) -> list[dict[str, RoundResult]]:
     return [await session.round() for _ in range(count)]
 
 
-def run_session(
-    corpora: list[tuple[Path, str]], rounds: int, idle_s: float, command: list[str] | None, env: dict[str, str]
-) -> None:
-    """Run and print the session benchmark on each corpus (`command` replaces the server's own, for variants)."""
+def run_session(corpora: list[tuple[Path, str]], rounds: int, idle_s: float, servers: list[Server]) -> None:
+    """Run and print the session benchmark on each corpus, for each server variant (the first is the table)."""
     started = time.monotonic()
     for corpus, note in corpora:
-        argv = [*(command or [SERVER]), "--root", str(corpus)]
-        session = Session(corpus, argv, {**SERVER_ENV, **env}, idle_s)
+        session = Session(corpus, [Server(v.name, [*v.command, "--root", str(corpus)], v.env) for v in servers], idle_s)
         results = anyio.run(_rounds, session, rounds)
-        print(render(results, corpus, note, session.fs_note), flush=True)
+        base = [r[servers[0].name] for r in results]
+        print(render(base, corpus, note, session.fs_note), flush=True)
+        for server in servers[1:]:
+            print(render_variant(server.name, [r[server.name] for r in results], base), flush=True)
         print(flush=True)
     print(f"session benchmark took {time.monotonic() - started:.0f} s")
