@@ -20,13 +20,13 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
+from repo_sandbox.tree.facts import RACY_NS, identity
+
 if TYPE_CHECKING:
     import subprocess
 
     from repo_sandbox.engine.grams import Probe, Signature
 
-RACY_NS: Final = 2_000_000_000
-"""Files changed less than this long ago (ns) are not indexed (as `tree.watch.RACY_NS`)."""
 MAX_FILTER_BYTES: Final = 64 * 1024 * 1024
 """Most filter bytes kept. The first file whose filter would pass it makes the index full: it then takes no
 more files for the workspace's life (the others are searched as without an index, and never offered again: a
@@ -36,10 +36,6 @@ MAX_ADMITTED_ANSWERS: Final = 64
 """`admitted` answers kept (a repeated search lists the same files without probing every signature again)."""
 COOLDOWN_S: Final = 1.0
 """Rest between two children, so that a tree that keeps changing does not keep one running."""
-
-
-def identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 class ContentIndex:
