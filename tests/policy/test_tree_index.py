@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from repo_sandbox.tools import _walk
-from repo_sandbox.tools._walk import Walk
 from repo_sandbox.tools import search_files as search_files_module
+from repo_sandbox.tools._walk import Walk
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
 from repo_sandbox.tree import build, node
 from repo_sandbox.tree import indexes as indexes_module
