@@ -133,6 +133,7 @@ async def test_listing_the_tools_gets_the_search_engine_ready_before_the_first_c
     async with open_session(make_server(), era) as session:
         assert (await session.status())["tree_index"]["indexes"] == []
         await session.client.list_tools()
+        status = await session.status()
         for _ in range(500):  # 10 s at most
             status = await session.status()
             if status["tree_index"]["indexes"]:
