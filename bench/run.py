@@ -26,6 +26,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bench.corpus import pick_read_target, stdlib_corpus
+from bench.session import SERVER as SESSION_SERVER
+from bench.session import SERVER_ENV as SESSION_ENV
+from bench.session import Server
 
 SERVER = str(Path(sys.executable).with_name("repo-sandbox"))
 BARE = str(Path(__file__).with_name("bare_server.py"))
@@ -274,6 +277,33 @@ def render(rows: list[Row], extra: dict[str, Any], corpus: Path, rounds: int) ->
     return "\n".join(lines)
 
 
+def _session(options: argparse.Namespace) -> int:
+    from bench.corpus import big_corpus
+    from bench.session_report import run_session
+
+    corpora = [] if options.no_stdlib else [(stdlib_corpus(), "the stdlib copy")]
+    corpora += [(p.resolve(), "given with --corpus") for p in options.corpus]
+    if not options.no_big:
+        big, note = big_corpus()
+        print(f"generated tree: {note}", flush=True)
+        if big is not None:
+            corpora.append((big, note))
+    rounds = 1 if options.quick else (options.rounds if options.rounds != 9 else 3)
+    servers = [_server("as configured", options.off, options.env)]
+    for spec in options.variant:
+        name, _, items = spec.partition(":")
+        parts = [item for item in items.split(",") if item]
+        off = ",".join(filter(None, [options.off, *(p[1:] for p in parts if p.startswith("-"))]))
+        servers.append(_server(name, off, [*options.env, *(p for p in parts if not p.startswith("-"))]))
+    run_session(corpora, rounds, options.idle, servers)
+    return 0
+
+
+def _server(name: str, off: str, env: list[str]) -> Server:
+    command = [sys.executable, "-m", "bench.variant", off, "--"] if off else [SESSION_SERVER]
+    return Server(name, command, {**SESSION_ENV, **dict(item.split("=", 1) for item in env)})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--rounds", type=int, default=9)
@@ -282,6 +312,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-stdlib", action="store_true", help="skip the stdlib corpus")
     parser.add_argument("--quick", action="store_true", help="one round, 20 reads: a smoke test")
     parser.add_argument("--status", action="store_true", help="also print the server's status resource")
+    parser.add_argument("--session", action="store_true", help="the session benchmark (bench/session.py)")
+    parser.add_argument("--no-big", action="store_true", help="--session: skip the generated 100k-file tree")
+    parser.add_argument("--idle", type=float, default=12.0, help="--session: seconds of idleness before the last calls")
+    parser.add_argument("--off", default="", help="--session: census_memo,file_facts switched off (bench/variant.py)")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:ITEMS",
+        help="--session: also a server with ITEMS (NAME=VALUE env settings, -census_memo/-file_facts switched off), "
+        "measured in the same rounds and shown over the first",
+    )
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="--session: set in the server's environment"
+    )
     parser.add_argument(
         "--only",
         action="append",
@@ -290,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         help="measure only the rows whose name (or reference's name) contains TEXT, and their references",
     )
     options = parser.parse_args(argv)
+    if options.session:
+        return _session(options)
     if options.quick:
         options.rounds, options.reads = 1, 20
     corpora = ([] if options.no_stdlib else [stdlib_corpus()]) + [p.resolve() for p in options.corpus]

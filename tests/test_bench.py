@@ -33,3 +33,42 @@ def test_bench_quick_prints_a_table_with_every_measurement(tmp_path: Path) -> No
     ):
         assert name in table
     assert "read_file calls/s (sequential" in table and "calls in flight" in table and "server RSS" in table
+
+
+def test_bench_session_quick_runs_the_whole_session_on_a_tiny_tree(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "pkg").mkdir(parents=True)
+    (corpus / "argparse.py").write_text("".join(f"def f{i}(): return {i}  # self PYTHONHASHSEED\n" for i in range(300)))
+    (corpus / "pkg" / "mod.py").write_text("class FooError(Exception): pass  # 2020-01-01 Löwis TODO\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--session", "--quick", "--no-stdlib", "--no-big"]
+        + [
+            "--corpus",
+            str(corpus),
+            "--idle",
+            "0.1",
+            "--variant",
+            "no memo:-census_memo,REPO_SANDBOX_WORKSPACE_TREE_INDEX=stat",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = done.stdout
+    for kind in (
+        "rare literal",
+        "common literal",
+        "regex, no literal",
+        "word, -i",
+        "alternation",
+        "no hit",
+        "non-ASCII",
+    ):
+        assert f"search_text {kind}" in table
+    for row in ("search_files *.py", "count_lines .", "read_file 200 lines", "every page", "start-up to initialize"):
+        assert row in table
+    assert "peak RSS, server and children" in table and "index state" in table and '"version"' in table
+    assert "variant 'no memo' over the first" in table and "session benchmark took" in table

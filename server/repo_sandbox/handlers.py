@@ -7,6 +7,7 @@ that answering `initialize` does not wait for it.
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,6 +25,7 @@ from mcp.types import (
 )
 
 from repo_sandbox.app import call_tool_result, mcp_tool
+from repo_sandbox.engine import select
 from repo_sandbox.errors import SandboxFailedError
 from repo_sandbox.roots import SessionRoots
 from repo_sandbox.runtime.approvals import APPROVE, make_approve
@@ -55,6 +57,7 @@ class ToolHandlers:
         """One pipeline per served workspace (client roots), all sharing the session state of `loop`."""
         self._bus = bus
         self._session_of = session_of
+        self._prepared = False
 
     def _pipeline(self, workspace: Workspace) -> CallPipeline:
         pipeline = self._pipelines.get(id(workspace))
@@ -72,6 +75,11 @@ class ToolHandlers:
 
     async def list_tools(self, ctx: ServerRequestContext[Any]) -> ListToolsResult:
         """The tools this client may use, each blocked circuit noted in its tool's description."""
+        if not self._prepared:  # calls follow a listing: the search engine gets ready meanwhile
+            self._prepared = True
+            threading.Thread(
+                target=select.prepare, args=(self.workspace,), name="repo-sandbox-prepare", daemon=True
+            ).start()
         can_elicit = can_ask_user(ctx.session, ctx.protocol_version)
         notes = self.loop.guard.blocked_descriptions(self._session_of(ctx))
         listed: list[Tool] = []

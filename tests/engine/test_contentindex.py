@@ -191,3 +191,28 @@ def test_a_tree_smaller_than_the_threshold_is_never_indexed(tmp_path: Path) -> N
         assert ws.content.idle() and ws.content.report()["builds"] == 0 and not ws.content.active
     finally:
         ws.close()
+
+
+def test_a_full_index_takes_no_more_files_and_never_builds_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused work is not done again: once the filters reach their bound, searches offer nothing more."""
+    from repo_sandbox.engine import contentindex
+
+    root = _changing_tree(tmp_path)
+    monkeypatch.setattr(contentindex, "MAX_FILTER_BYTES", 200)  # room for a few of the 31 files' filters
+    ws = _workspace(root, "ripgrep", content_index_min_files=0)
+    reference = _workspace(root, "python", content_index=False)
+    try:
+        search_text(ws, SearchTextArgs(pattern="warm up the index"))
+        _settled(ws)
+        assert 0 < ws.content.files < 31
+        for _ in range(3):
+            args = SearchTextArgs(pattern="MARKER")
+            assert search_text(ws, args) == search_text(reference, args)
+            _settled(ws)
+        report = ws.content.report()
+        assert report["builds"] == 1 and report["pending"] == 0 and report.get("full") is True, report
+    finally:
+        ws.close()
+        reference.close()

@@ -261,3 +261,29 @@ def test_an_rg_that_fails_leaves_the_answer_to_the_python_engine(tmp_path: Path,
     finally:
         ws.close()
         ripgrep.forget()
+
+
+@pytest.mark.parametrize(
+    ("on_path", "expected"),
+    [
+        ("13.0.0", "wheel"),  # an older system rg: the wheel's is newer and wins
+        ("99.0.0", "path"),  # a newer one on PATH wins over the wheel's
+    ],
+)
+def test_the_newest_rg_found_is_used_and_status_names_its_version(
+    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_path: str, expected: str
+) -> None:
+    system = tmp_path / "bin" / "rg"
+    system.parent.mkdir()
+    system.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "ripgrep {on_path}"; exit 0; fi\nexit 2\n')
+    system.chmod(0o755)
+    wheel = ripgrep.locate()
+    assert wheel is not None and wheel.source == "wheel", "this test needs the project's ripgrep wheel"
+    monkeypatch.setenv("PATH", f"{system.parent}:/usr/bin:/bin")
+    ripgrep.forget()
+    try:
+        found = ripgrep.locate()
+        assert found is not None and found.source == expected
+        assert found.describe()["version"] == (on_path if expected == "path" else ".".join(map(str, wheel.version)))
+    finally:
+        ripgrep.forget()

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from repo_sandbox.config.loader import load_settings
-from repo_sandbox.engine import census, rgprocess, ripgrep, select
+from repo_sandbox.engine import rgprocess, ripgrep, select
 from repo_sandbox.engine.rgsearch import SWITCH_LINES
 from repo_sandbox.tools.search_text import SearchTextArgs, SearchTextContentResult, search_text
+from repo_sandbox.tree import facts
 from repo_sandbox.workspace import Workspace
 from tree_files import write_tree
 
@@ -274,13 +275,13 @@ def test_the_status_resource_names_the_engine_and_the_rg_binary(tree: Path) -> N
             assert search["ripgrep"] is None
 
 
-@pytest.mark.parametrize(("engine", "racy_ns"), [("ripgrep", census.RACY_NS), ("ripgrep", -1), ("python", 0)])
+@pytest.mark.parametrize(("engine", "racy_ns"), [("ripgrep", facts.RACY_NS), ("ripgrep", -1), ("python", 0)])
 def test_a_file_rewritten_between_searches_is_seen_as_it_is_now(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str, racy_ns: int
 ) -> None:
     """The ripgrep engine remembers sniffed kinds by identity and change time (racy_ns -1: even of files
     changed just now); a rewrite must show."""
-    monkeypatch.setattr(census, "RACY_NS", racy_ns)
+    monkeypatch.setattr(facts, "RACY_NS", racy_ns)
     root = tmp_path / "repo"
     root.mkdir()
     target = root / "f.txt"

@@ -20,7 +20,6 @@ from mcp import Client
 
 from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
-from repo_sandbox.engine import census
 from repo_sandbox.tree import facts
 from repo_sandbox.tree.watch import WatchHub
 from repo_sandbox.workspace import Workspace
@@ -110,7 +109,6 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
         monkeypatch.setattr(WatchHub, "open", classmethod(lambda cls: None))
     # Remember kinds and counts even of files written just now, so that the rows test forgetting them.
     monkeypatch.setattr(facts, "RACY_NS", -1)
-    monkeypatch.setattr(census, "RACY_NS", -1)
     return request.param
 
 

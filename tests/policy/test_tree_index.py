@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from repo_sandbox.tools import _walk
+from repo_sandbox.tools import search_files as search_files_module
 from repo_sandbox.tools._walk import Walk
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
 from repo_sandbox.tree import build, node
@@ -338,6 +339,53 @@ def test_a_page_listing_kept_for_the_next_page_goes_with_its_snapshot(
     write(ignore_tree / "a_first.py")
     second = search_files(ws, SearchFilesArgs(pattern="*.py", limit=1, offset=1))
     assert (second.files, second.total) == (["src/deeper/anchored.py"], 5)
+
+
+def test_every_page_of_a_large_listing_comes_from_one_listing(
+    tmp_path: Path, make_ws: WorkspaceFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paging is linear: 50,100 matches (more than the 50,000 once kept) are matched once, not once a page."""
+    root = tmp_path / "repo"
+    for d in range(100):
+        directory = root / f"d{d:02d}"
+        directory.mkdir(parents=True)
+        for f in range(501):
+            (directory / f"f{f:03d}.py").touch()
+    ws = make_ws(root)
+    listed: list[int] = []
+    original = search_files_module._listed
+
+    def counting(*args: Any) -> list[str]:
+        found = original(*args)
+        listed.append(len(found))
+        return found
+
+    monkeypatch.setattr(search_files_module, "_listed", counting)
+    paths: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = search_files(ws, SearchFilesArgs(pattern="**/*.py", limit=1000, offset=offset))
+        assert page.total == 50_100
+        paths += page.files
+        offset = page.next_offset
+    assert paths == sorted(paths) and len(set(paths)) == 50_100
+    assert listed == [50_100]
+
+
+def test_kept_listings_are_bounded_oldest_first_and_one_over_the_bound_is_not_kept(
+    ignore_tree: Path, make_ws: WorkspaceFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = make_ws(ignore_tree)
+    snapshot = ws.trees.snapshot(ws.walk_options(include_hidden=None, include_ignored=False))
+    assert snapshot is not None
+    monkeypatch.setattr(type(snapshot), "MAX_DERIVED_ITEMS", 10)
+    snapshot.remember("a", ["x"] * 6)
+    snapshot.remember("b", ["x"] * 4)
+    assert list(snapshot.derived) == ["a", "b"]
+    snapshot.remember("c", ["x"] * 3)  # 13 > 10: the oldest goes
+    assert list(snapshot.derived) == ["b", "c"]
+    snapshot.remember("d", ["x"] * 11)  # larger than the bound alone: not kept, nothing else dropped
+    assert list(snapshot.derived) == ["b", "c"]
 
 
 # -- memory ---------------------------------------------------------------------------------------------

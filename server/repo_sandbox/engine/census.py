@@ -13,8 +13,6 @@ import bisect
 import os
 import stat
 import threading
-import time
-import weakref
 from array import array
 from dataclasses import dataclass, field
 from typing import Final
@@ -52,28 +50,6 @@ def simple_rule(line: str) -> bool:
     if body != line and "*" in body:
         return False
     return all(segment == "**" or "**" not in segment for segment in body.split("/"))
-
-
-RACY_NS: Final = 2_000_000_000
-"""Kinds of files changed less than this long ago (ns) are not remembered (timestamps are coarse)."""
-MAX_KNOWN: Final = 200_000
-"""Most remembered file kinds per workspace (about 30 MiB at the limit)."""
-_known_by_workspace: weakref.WeakKeyDictionary[Workspace, dict[str, tuple[tuple[int, ...], int]]] = (
-    weakref.WeakKeyDictionary()
-)
-_known_lock = threading.Lock()
-
-
-def known_kinds(ws: Workspace) -> dict[str, tuple[tuple[int, ...], int]]:
-    """The workspace's memory of sniffed kinds. A kind is reused only while the file keeps its identity
-    and change time (device, inode, size, mtime, ctime: any write, rename over it or chmod changes one), so
-    a repeated search stats each file instead of opening and reading its head."""
-    with _known_lock:
-        return _known_by_workspace.setdefault(ws, {})
-
-
-def _identity(info: os.stat_result) -> tuple[int, ...]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 @dataclass(slots=True)
@@ -143,9 +119,6 @@ class Census:
     rg_ignores_agree: bool = True
     """No ignore file that ripgrep could read differently (see `simple_rule`), no `.rgignore`, and none
     above the start directory (ripgrep is told not to look upwards)."""
-    known: dict[str, tuple[tuple[int, ...], int]] = field(default_factory=dict[str, tuple[tuple[int, ...], int]])
-    """Kinds sniffed before (see `known_kinds`), by path, with the file identity they were sniffed at; used
-    when the walk has no tree index to remember them in."""
     index: IndexUse | None = None
     """The search's use of the content index: text files whose signature lacks its literal are left out of
     `candidates`."""
@@ -232,14 +205,10 @@ class Census:
             return None
         if info.st_size > self.max_bytes:
             return TOO_LARGE, info
-        if run.facts is not None:
+        if run.facts is not None:  # a tree index remembers kinds (`tree.facts`); without one, every file is sniffed
             remembered = facts.recall(run.facts, slot, info)
             if remembered is not None:
                 return remembered[0], info
-        else:
-            known = self.known.get(rel)
-            if known is not None and known[0] == _identity(info):
-                return known[1], info
         opened = walk.open_at(run.dir_fd, name)
         if opened is None:
             return None
@@ -250,12 +219,8 @@ class Census:
             kind = BINARY if looks_binary(os.pread(fd, SNIFF_BYTES, 0)) else TEXT
         finally:
             os.close(fd)
-        # As git's racy-clean rule: a file changed in the last moments may change again within the same
-        # timestamp tick without its identity showing it, so its kind is not remembered yet.
         if run.facts is not None:
-            facts.remember(run.facts, slot, info, kind, racy_ns=RACY_NS)
-        elif len(self.known) < MAX_KNOWN and time.time_ns() - info.st_ctime_ns > RACY_NS:
-            self.known[rel] = (_identity(info), kind)
+            facts.remember(run.facts, slot, info, kind)
         return kind, info
 
     def _index_check(self, rel: str, info: os.stat_result) -> None:

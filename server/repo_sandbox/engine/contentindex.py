@@ -20,23 +20,24 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
+from repo_sandbox.tree.facts import RACY_NS, identity
+
 if TYPE_CHECKING:
     import subprocess
 
     from repo_sandbox.engine.grams import Probe, Signature
 
-RACY_NS: Final = 2_000_000_000
-"""Files changed less than this long ago (ns) are not indexed (as `tree.watch.RACY_NS`)."""
-MAX_FILTER_BYTES: Final = 64 * 1024 * 1024
+MAX_FILTER_BYTES: Final = 8 * 1024 * 1024
+"""Most filter bytes kept: a tree of up to about 60 MB of text is indexed whole (the stdlib's 37 MB take 4.6
+MB). The first file whose filter would pass it makes the index full: it then takes no more files for the
+workspace's life (the others are searched as without an index, and never offered again: a full index that
+kept taking offers ran its builder on every search and never finished). At 64 MiB the index cost a
+100,000-file tree 139 MiB of peak memory (server and builder) for no faster search."""
 BATCH_FILES: Final = 20_000
 MAX_ADMITTED_ANSWERS: Final = 64
 """`admitted` answers kept (a repeated search lists the same files without probing every signature again)."""
 COOLDOWN_S: Final = 1.0
 """Rest between two children, so that a tree that keeps changing does not keep one running."""
-
-
-def identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 class ContentIndex:
@@ -51,6 +52,7 @@ class ContentIndex:
         self.racy_ns = racy_ns
         self._signatures: dict[str, tuple[tuple[int, ...], Signature]] = {}
         self._pending: dict[str, None] = {}
+        self.full = False
         self._refused: dict[str, tuple[int, ...]] = {}
         """Files the builder would not index (binary, too large), with the identity it saw them at."""
         self._in_flight: frozenset[str] = frozenset()
@@ -120,7 +122,7 @@ class ContentIndex:
     def offer(self, files: Iterable[tuple[str, tuple[int, ...]]], text_files: int) -> None:
         """Files (with their identity) a search read without a usable signature, out of `text_files` it
         read: indexed in the background when the tree is large enough to be worth it."""
-        if not self.enabled or self._closed or text_files < self.min_files:
+        if not self.enabled or self._closed or self.full or text_files < self.min_files:
             return
         with self._lock:
             in_flight, refused = self._in_flight, self._refused
@@ -134,6 +136,8 @@ class ContentIndex:
     def _build(self) -> None:
         while not self._closed:
             with self._lock:
+                if self.full:
+                    self._pending.clear()
                 batch = list(self._pending)[:BATCH_FILES]
                 for rel_path in batch:
                     del self._pending[rel_path]
@@ -190,13 +194,16 @@ class ContentIndex:
                     return
                 if not modulus and ino:
                     self._refused[rel_path] = (dev, ino, size, mtime, ctime)
-                elif modulus and self.filter_bytes + length <= MAX_FILTER_BYTES:
+                elif modulus and self.filter_bytes + length > MAX_FILTER_BYTES:
+                    self.full = True
+                    return
+                elif modulus:
                     signature = Signature.from_bytes(modulus, packed)
                     with self._lock:
                         old = self._signatures.get(rel_path)
                         self._signatures[rel_path] = ((dev, ino, size, mtime, ctime), signature)
                         self._generation += 1
-                    self.filter_bytes += length - (0 if old is None else (old[1].modulus + 7) // 8)
+                        self.filter_bytes += length - (0 if old is None else (old[1].modulus + 7) // 8)
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
@@ -227,6 +234,7 @@ class ContentIndex:
             "pending": len(self._pending),
             "building": not self.idle(),
             "builds": self.builds,
+            "full": self.full,
             "files_spared": self.files_spared,
             "listed_searches": self.listed_searches,
         }

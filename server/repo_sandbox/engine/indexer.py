@@ -24,10 +24,11 @@ import sys
 import time
 from typing import Final
 
-from repo_sandbox.engine.contentindex import identity
 from repo_sandbox.engine.grams import Signature
 from repo_sandbox.policy._beneath import open_without_links
 from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
+from repo_sandbox.tree.facts import identity
+from repo_sandbox.tree.watch import is_settled
 
 RECORD: Final = struct.Struct("<QQqqqII")
 """dev, ino, size, mtime_ns, ctime_ns (all 0: not seen), filter modulus (0: not indexed), filter bytes."""
@@ -62,7 +63,7 @@ def signature_of(
         seen = identity(before)
         if not stat.S_ISREG(before.st_mode) or before.st_size > max_bytes:
             return seen, None
-        if time.time_ns() - max(before.st_mtime_ns, before.st_ctime_ns) <= racy_ns:
+        if not is_settled(before, time.time_ns(), racy_ns):
             return _UNSEEN, None
         data = _read_whole(fd, before.st_size)
         if data is None or identity(os.fstat(fd)) != seen:

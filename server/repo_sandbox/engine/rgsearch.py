@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from repo_sandbox.engine import censusmemo, pytree, rgstate
-from repo_sandbox.engine.census import TEXT, Census, known_kinds, simple_rule
+from repo_sandbox.engine.census import TEXT, Census, simple_rule
 from repo_sandbox.engine.confine import Launcher
 from repo_sandbox.engine.contentindex import IndexUse
 from repo_sandbox.engine.pymatch import BatchMatcher, MatchState
@@ -85,7 +85,7 @@ class _Search:
         self.deadline = Deadline(ws.limits.regex_timeout_s)
         self.glob = compile_glob(request.glob) if request.glob else None
         index = IndexUse(ws.content, query.required) if ws.content.enabled else None
-        self.census = Census(ws, request, self.glob, known=known_kinds(ws), index=index, recall_memo=recall_memo)
+        self.census = Census(ws, request, self.glob, index=index, recall_memo=recall_memo)
         self.prefix = "" if start_rel == "." else start_rel + "/"
         self.hits_before = 0
         self.process: RgProcess | None = None

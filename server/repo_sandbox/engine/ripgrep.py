@@ -3,8 +3,9 @@
 Sources, in order: the operator's `search.ripgrep_path`; `rg` on PATH (absolute directories only, so a
 relative PATH entry can never pick up an `rg` from the served repository); the rg that the PyPI `ripgrep`
 wheel installs next to this Python (`<prefix>/bin/rg`). A candidate is used only if it is a regular
-executable file that answers `rg --version` with ripgrep 13 or newer within a few seconds. The answer is
-cached per configured path for the life of the process.
+executable file that answers `rg --version` with ripgrep 13 or newer within a few seconds; of those found
+on PATH and in the wheel, the newest wins (an old system rg 13 ran one pattern 12x slower than the wheel's
+14.1), the first found among equals. The answer is cached per configured path for the life of the process.
 """
 
 from __future__ import annotations
@@ -96,9 +97,9 @@ def locate(configured: str = "") -> Ripgrep | None:
             if real in seen:
                 continue
             seen.add(real)
-            result = _probe(path, source)
-            if result is not None:
-                break
+            found = _probe(path, source)
+            if found is not None and (result is None or found.version > result.version):
+                result = found
         _cache[configured] = result
         return result
 

@@ -23,6 +23,23 @@ def ripgrep_for(ws: Workspace) -> ripgrep.Ripgrep | None:
     return ripgrep.locate(search.ripgrep_path)
 
 
+def prepare(ws: Workspace) -> None:
+    """Do ahead what the first search would do before rg starts (a client that lists the tools calls them
+    next): load the engine, find rg and start its confined launcher, build the tree index. Only caches are
+    filled: a search still checks everything it uses, and one that comes first does the same work itself."""
+    rg = ripgrep_for(ws)
+    options = ws.walk_options(include_hidden=None, include_ignored=False)
+    if rg is None:
+        from repo_sandbox.engine import pytree  # noqa: F401  # loaded here, not by the first search
+
+        ws.trees.snapshot(options)
+        return
+    from repo_sandbox.engine import rgsearch, rgstate  # noqa: F401
+
+    if ws.trees.snapshot(options) is not None:  # None: the workspace closed meanwhile (or keeps no index)
+        rgstate.launcher_for(ws, rg)
+
+
 def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
     """Search with the engine the settings select; both stream the same `FileHits` in path order.
 

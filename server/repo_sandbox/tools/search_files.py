@@ -27,8 +27,6 @@ Common mistake: running `find` or `ls -R` through execute_bash; this tool is fas
 """
 
 
-REMEMBERED_PATHS = 50_000
-"""Larger listings are not kept for the next page (about 100 bytes a path)."""
 _PLAIN_JSON = re.compile(r"[ !#-\[\]-~]*")
 """Printable ASCII without '"' and '\\': characters JSON writes as themselves (one byte each)."""
 
@@ -100,13 +98,12 @@ def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
     found: list[str] = []
     with ws.walk(args.path, include_hidden=args.include_hidden, include_ignored=args.include_ignored) as walk:
         snapshot = walk.indexed_snapshot() if args.sort == "path" else None
-        if snapshot is not None:  # the same listing answers the same question (pages of one search, repeats)
+        if snapshot is not None:  # one listing answers every page of one search (linear paging) and repeats
             key = ("search_files", walk.start_rel, glob.pattern)
             remembered: list[str] | None = snapshot.derived.get(key)
             if remembered is None:
                 remembered = _listed(file_runs(snapshot, walk.start_rel), glob)
-                if len(remembered) <= REMEMBERED_PATHS:
-                    snapshot.remember(key, remembered)
+                snapshot.remember(key, remembered)
             found = remembered
         else:
             dated: list[tuple[float, str]] = []

@@ -27,7 +27,15 @@ BINARY: Final = 1
 TOO_LARGE: Final = 2
 UNKNOWN_LINES: Final = -1
 RACY_NS = watch.RACY_NS
-"""Facts of files changed less than this long ago (ns) are not remembered."""
+"""Facts of files changed less than this long ago (ns) are not remembered (`watch.is_settled`)."""
+
+
+def identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    """A file's identity: any write, truncation, rename over it, chmod or new hard link changes one of these.
+    What was learnt from a file's content holds while its `lstat` shows the identity it was read at, unless it
+    was read within `RACY_NS` of its last change (`watch.is_settled`; the content index uses the same rule)."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
 
 _RECORD: Final = struct.Struct("<QQqqII")
 """ino, size, mtime_ns, ctime_ns, dev, (lines + 1) << 2 | kind (lines + 1 == 0: not counted). Files whose
@@ -41,7 +49,8 @@ def new_facts(count: int) -> bytearray:
 
 
 def recall(facts: bytearray, slot: int, info: os.stat_result) -> tuple[int, int] | None:
-    """(kind, lines or UNKNOWN_LINES) remembered for this file at this identity, else None."""
+    """(kind, lines or UNKNOWN_LINES) remembered for this file at this `identity`, else None (the record's
+    fields compared one by one: no tuple per file)."""
     ino, size, mtime, ctime, dev, packed = _RECORD.unpack_from(facts, slot * RECORD_BYTES)
     if (
         ino != info.st_ino
@@ -65,7 +74,7 @@ def remember(
 ) -> None:
     """Remember the kind (and line count) of a file read at identity `info` (its `fstat` before the read),
     unless it changed too recently for its identity to show the next change."""
-    if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) <= (RACY_NS if racy_ns is None else racy_ns):
+    if not watch.is_settled(info, time.time_ns(), RACY_NS if racy_ns is None else racy_ns):
         return
     packed = (lines + 1) << 2 | kind
     if packed > _MAX_PACKED or info.st_dev > _MAX_PACKED:

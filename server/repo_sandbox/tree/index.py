@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal
 
@@ -61,14 +61,24 @@ class Snapshot:
     """What callers computed from this snapshot alone (`remember`): valid as long as the snapshot is."""
 
     MAX_DERIVED: ClassVar[int] = 8
+    MAX_DERIVED_ITEMS: ClassVar[int] = 250_000
+    """Most items (paths, about 100 bytes each) kept over all `derived` values: the oldest values go first, and
+    a value larger than this alone is not kept."""
 
-    def remember(self, key: Hashable, value: object) -> None:
+    def remember(self, key: Hashable, value: Sequence[object]) -> None:
         """Keep something computed from this snapshot's listings alone (never from file contents or time
         stamps, which the snapshot does not vouch for), for as long as the snapshot is current."""
+        if len(value) > self.MAX_DERIVED_ITEMS:
+            return
         with _DERIVED_LOCK:  # calls in other threads may remember at the same time
-            if len(self.derived) >= self.MAX_DERIVED:
-                self.derived.pop(next(iter(self.derived)), None)
-            self.derived[key] = value
+            derived = self.derived
+            derived.pop(key, None)
+            while derived and (
+                len(derived) >= self.MAX_DERIVED
+                or sum(map(len, derived.values())) + len(value) > self.MAX_DERIVED_ITEMS
+            ):
+                derived.pop(next(iter(derived)))
+            derived[key] = value
 
 
 class TreeIndex:

@@ -124,3 +124,22 @@ async def test_status_reports_the_audit_trail_without_its_host_path(
             "redact_output": True,
             "healthy": True,
         }
+
+
+async def test_listing_the_tools_gets_the_search_engine_ready_before_the_first_call(
+    make_server: ServerFactory, era: Mode
+) -> None:
+    """A client lists the tools before it calls one: the tree index is built meanwhile, not by the first call."""
+    async with open_session(make_server(), era) as session:
+        assert (await session.status())["tree_index"]["indexes"] == []
+        await session.client.list_tools()
+        status = await session.status()
+        for _ in range(500):  # 10 s at most
+            status = await session.status()
+            if status["tree_index"]["indexes"]:
+                break
+            await anyio.sleep(0.02)
+        assert status["tree_index"]["indexes"], "the tree index was not built after the listing"
+        found = await session.call("search_text", {"pattern": "TODO"})
+    assert status["tools"] == {}  # built by the listing alone
+    assert found["total_matches"] >= 1

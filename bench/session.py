@@ -1,0 +1,230 @@
+"""The session benchmark: what an agent meets, call by call, on a fresh server (`scripts/bench --session`).
+
+Each round spawns a fresh server and makes the same scripted session through the MCP SDK client over stdio:
+initialize and tools/list (as every client does first), every call kind once on the fresh server (cold), once
+more (warm), every page of one large search_files and one large search_text, read_file 200 lines repeatedly
+beside the official filesystem server, then after `idle_s` of silence (an agent thinking) a few more calls. Each call is paired, in random order, with its
+reference run in the same round (the same rg binary the server uses, `rg --files`, `head -n`, `wc -l`), so a
+busy machine slows both sides of a ratio alike. A thread samples the memory of the server and its children.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from bench.corpus import pick_read_target
+from bench.procs import PeakRss, fs_server, server_pid, server_rg
+
+SERVER = str(Path(sys.executable).with_name("repo-sandbox"))
+BARE = str(Path(__file__).with_name("bare_server.py"))
+SERVER_ENV = {
+    **os.environ,
+    "REPO_SANDBOX_GUARD_REPEAT_THRESHOLD": "1000",
+    "REPO_SANDBOX_BUDGET_MAX_CALLS": "0",
+    "REPO_SANDBOX_BUDGET_MAX_OUTPUT_BYTES": "0",
+}
+READS = 30
+"""read_file calls per round for the p50 (ours and the filesystem server's alike)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str
+    tool: str
+    arguments: dict[str, Any]
+
+
+def _search(pattern: str, *, fixed: bool = False, icase: bool = False, limit: int = 100) -> dict[str, Any]:
+    return {"pattern": pattern, "fixed_strings": fixed, "case_sensitive": not icase, "limit": limit}
+
+
+STEPS = [
+    Step("search_text rare literal", "search_text", _search("PYTHONHASHSEED", fixed=True)),
+    Step("search_text common literal", "search_text", _search("self", fixed=True)),
+    Step("search_text regex, no literal", "search_text", _search(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")),
+    Step("search_text word, -i", "search_text", _search(r"\bdeprecated\b", icase=True)),
+    Step("search_text alternation", "search_text", _search(r"\b(TODO|FIXME|XXX)\b")),
+    Step("search_text no hit", "search_text", _search("zqxj_no_such_token", fixed=True)),
+    Step("search_text non-ASCII", "search_text", _search("Löwis", fixed=True)),
+    Step("search_files *.py", "search_files", {"pattern": "**/*.py", "limit": 1000}),
+    Step("count_lines .", "count_lines", {"path": "."}),
+]
+AFTER_IDLE = [STEPS[0], STEPS[2], STEPS[3], STEPS[7], STEPS[8]]
+PAGED_TEXT = _search(r"class \w+Error\(", limit=1000)
+
+
+def reference(step: Step | str, rg: str, rel: str) -> list[str]:
+    """The command line an agent without this server would run for the same answer."""
+    if isinstance(step, str):
+        return ["head", "-n", "200", rel]
+    if step.tool == "search_files":
+        return [rg, "--files", "-g", step.arguments["pattern"], "."]
+    if step.tool == "count_lines":
+        return ["sh", "-c", f"'{rg}' --files -0 . | xargs -0 cat | wc -l"]
+    args = step.arguments
+    flags = (["-F"] if args["fixed_strings"] else []) + ([] if args["case_sensitive"] else ["-i"])
+    return [rg, "-n", *flags, "--", args["pattern"], "."]
+
+
+@dataclass
+class RoundResult:
+    pairs: dict[tuple[str, str], tuple[float, float]] = field(
+        default_factory=dict[tuple[str, str], tuple[float, float]]
+    )
+    """(kind, phase) -> (ours ms, reference ms); phase is cold, warm or idle."""
+    startup: tuple[float, float] = (0.0, 0.0)
+    """(ours, bare MCPServer) spawn -> initialize answered, ms."""
+    list_ms: float = 0.0
+    """tools/list right after initialize, as every client does before its first call."""
+    paging: dict[str, tuple[float, float, int]] = field(default_factory=dict[str, tuple[float, float, int]])
+    """kind -> (every page together ms, one reference run ms, pages)."""
+    read_p50: tuple[float, float | None] = (0.0, None)
+    """(ours, filesystem server) read_file 200 lines p50 ms."""
+    peak_mib: float = 0.0
+    errors: list[str] = field(default_factory=list[str])
+    """Calls answered with an error (a timeout on a busy machine, say): the kind and the error code."""
+    index: dict[str, Any] = field(default_factory=dict[str, Any])
+    rg: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+def _run(argv: list[str], cwd: Path) -> None:
+    subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=False)
+
+
+async def _ms(action: Any) -> float:
+    start = time.perf_counter()
+    await action()
+    return (time.perf_counter() - start) * 1000
+
+
+async def _spawn_ms(command: str, args: list[str], env: dict[str, str] | None = None) -> float:
+    start = time.perf_counter()
+    async with Client(StdioServerParameters(command=command, args=args, env=env), mode="legacy"):
+        return (time.perf_counter() - start) * 1000
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    command: list[str]
+    env: dict[str, str]
+
+
+class Session:
+    """One corpus, one or more server variants: each round runs the whole session once per variant (in a new
+    random order each round, so that a machine's load drifting over minutes falls on all of them alike)."""
+
+    def __init__(self, corpus: Path, servers: list[Server], idle_s: float) -> None:
+        self.corpus, self.servers, self.idle_s = corpus, servers, idle_s
+        self.rg = server_rg()
+        self.rel = str(pick_read_target(corpus).relative_to(corpus))
+        self.fs, self.fs_note = fs_server()
+
+    async def _ref(self, argv: list[str]) -> float:
+        return await _ms(lambda: anyio.to_thread.run_sync(_run, argv, self.corpus))
+
+    async def _paired(self, call: Any, argv: list[str]) -> tuple[float, float]:
+        if random.random() < 0.5:
+            ours = await _ms(call)
+            return ours, await self._ref(argv)
+        ref = await self._ref(argv)
+        return await _ms(call), ref
+
+    async def _pages(
+        self, client: Client, tool: str, arguments: dict[str, Any], errors: list[str]
+    ) -> tuple[float, int]:
+        offset: int | None = 0
+        pages, start = 0, time.perf_counter()
+        while offset is not None:
+            result = await client.call_tool(tool, {**arguments, "offset": offset})
+            content = result.structured_content or {}
+            if result.is_error:
+                errors.append(f"{tool} page {pages + 1}: {content.get('error', {}).get('code')}")
+                break
+            offset, pages = content.get("next_offset"), pages + 1
+        return (time.perf_counter() - start) * 1000, pages
+
+    async def _fs_read_p50(self) -> float | None:
+        if self.fs is None:
+            return None
+        path = str(self.corpus / self.rel)
+        quiet = ["-c", 'exec "$0" "$1" 2>/dev/null', self.fs, str(self.corpus)]  # it greets on stderr
+        async with Client(StdioServerParameters(command="sh", args=quiet), mode="legacy") as fs:
+            samples = [
+                await _ms(lambda: fs.call_tool("read_text_file", {"path": path, "head": 200})) for _ in range(READS)
+            ]
+        return statistics.median(samples)
+
+    async def round(self) -> dict[str, RoundResult]:
+        order = list(self.servers)
+        random.shuffle(order)
+        return {server.name: await self._session(server) for server in order}
+
+    async def _session(self, server: Server) -> RoundResult:
+        out = RoundResult()
+        bare = await _spawn_ms(sys.executable, [BARE])
+        start = time.perf_counter()
+        params = StdioServerParameters(command=server.command[0], args=server.command[1:], env=server.env)
+        async with Client(params, mode="legacy") as client:
+            out.startup = ((time.perf_counter() - start) * 1000, bare)
+            out.list_ms = await _ms(client.list_tools)
+            pid = server_pid("--root")
+            assert pid is not None, "bench: the server process was not found"
+            with PeakRss(pid) as peak:
+
+                async def call(tool: str, arguments: dict[str, Any]) -> None:
+                    result = await client.call_tool(tool, arguments)
+                    if result.is_error:
+                        error = (result.structured_content or {}).get("error", {}).get("code")
+                        out.errors.append(f"{tool} {json.dumps(arguments)}: {error}")
+
+                read = {"path": self.rel, "offset": 1, "limit": 200}
+                for phase in ("cold", "warm"):
+                    for step in STEPS:
+                        pair = await self._paired(
+                            lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, "")
+                        )
+                        out.pairs[(step.kind, phase)] = pair
+                    pair = await self._paired(lambda: call("read_file", read), reference("read", self.rg, self.rel))
+                    out.pairs[("read_file 200 lines", phase)] = pair
+                for kind, tool, arguments, argv in (
+                    (
+                        "search_files *.py, every page",
+                        "search_files",
+                        STEPS[7].arguments,
+                        reference(STEPS[7], self.rg, ""),
+                    ),
+                    (
+                        "search_text class \\w+Error\\(, every page",
+                        "search_text",
+                        PAGED_TEXT,
+                        [self.rg, "-n", "--sort", "path", "--", PAGED_TEXT["pattern"], "."],
+                    ),
+                ):
+                    ours, pages = await self._pages(client, tool, arguments, out.errors)
+                    out.paging[kind] = (ours, await self._ref(argv), pages)
+                ours_reads = [await _ms(lambda: call("read_file", read)) for _ in range(READS)]
+                out.read_p50 = (statistics.median(ours_reads), await self._fs_read_p50())
+                await anyio.sleep(self.idle_s)
+                for step in AFTER_IDLE:
+                    pair = await self._paired(lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""))
+                    out.pairs[(step.kind, "idle")] = pair
+                status = await client.read_resource("repo-sandbox://status")
+                search = json.loads(getattr(status.contents[0], "text", "{}")).get("search", {})
+                out.index = {key: search.get(key) for key in ("content_index", "census", "rg_output")}
+                out.rg = search.get("ripgrep") or {}
+            out.peak_mib = peak.peak_mib
+        return out
