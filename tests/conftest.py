@@ -85,6 +85,16 @@ def workspace(repo: Path, make_workspace: WorkspaceFactory) -> Workspace:
     return make_workspace(repo)
 
 
+def _described(fds: set[str]) -> list[str]:
+    described: list[str] = []
+    for fd in sorted(fds, key=int):
+        try:
+            described.append(f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}")
+        except OSError:
+            described.append(fd)
+    return described
+
+
 @pytest.fixture(autouse=True)
 def _no_fd_leaks() -> Iterator[None]:
     """Every test must close what it opens (the jail and walker manage raw fds)."""
@@ -93,4 +103,4 @@ def _no_fd_leaks() -> Iterator[None]:
     if before:
         after = set(os.listdir("/proc/self/fd"))
         leaked = {fd for fd in after - before if os.path.exists(f"/proc/self/fd/{fd}")}
-        assert not leaked, f"leaked file descriptors: {sorted(leaked)}"
+        assert not leaked, f"leaked file descriptors: {_described(leaked)}"
