@@ -10,6 +10,7 @@ import functools
 import threading
 import warnings
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from mcp.server import ServerRequestContext
@@ -36,6 +37,9 @@ from repo_sandbox.runtime.guard import TOOLS_CHANGED
 from repo_sandbox.runtime.pipeline import CallContext, CallPipeline, ToolCall
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace
+
+PREPARE_JOIN_S = 10.0
+"""How long closing a workspace waits for the engine's background preparation."""
 
 
 class ToolHandlers:
@@ -77,9 +81,13 @@ class ToolHandlers:
         """The tools this client may use, each blocked circuit noted in its tool's description."""
         if not self._prepared:  # calls follow a listing: the search engine gets ready meanwhile
             self._prepared = True
-            threading.Thread(
+            preparing = threading.Thread(
                 target=select.prepare, args=(self.workspace,), name="repo-sandbox-prepare", daemon=True
-            ).start()
+            )
+            # Closing the workspace waits for it first: what it opens (the tree index's descriptors, rg's
+            # launcher, registered in on_close meanwhile) is then closed with the rest.
+            self.workspace.on_close.insert(0, partial(preparing.join, PREPARE_JOIN_S))
+            preparing.start()
         can_elicit = can_ask_user(ctx.session, ctx.protocol_version)
         notes = self.loop.guard.blocked_descriptions(self._session_of(ctx))
         listed: list[Tool] = []

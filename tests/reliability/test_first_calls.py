@@ -30,7 +30,8 @@ async def test_eight_first_calls_at_once_all_succeed(
 ) -> None:
     root = build_small_repo(tmp_path)
     for attempt in range(3):  # three fresh servers: a race needs more than one chance to show
-        workspace = make_workspace(root, exec={"sandbox": sandbox})
+        # room for all eight at once: the per-session command cap (4 by default) is not what this tests
+        workspace = make_workspace(root, exec={"sandbox": sandbox}, budget={"max_concurrent_exec": CONCURRENT})
         codes: list[str | None] = []
         with anyio.fail_after(60):
             async with Client(build_server(workspace), mode="legacy") as client:

@@ -122,9 +122,6 @@ shutdown_grace_s = {grace}
 
 [exec]
 allow = ["sleep"]
-
-[exec.rules.sleep]
-operands = "strings"
 """
 
 

@@ -16,7 +16,7 @@ from repo_sandbox.workspace import Workspace
 DESCRIPTION = """Run read-only commands in the repository, in a sandbox; prints stdout, then `[stderr]` and
 stderr if any, then `[exit code N]`.
 
-For what the other tools cannot do: git history and diffs (`git log`, `git diff`, `git show`,
+Use it for what the other tools cannot do: git history and diffs (`git log`, `git diff`, `git show`,
 `git blame`), pipelines over text (`sort | uniq -c`, `awk`, `jq`), file metadata. Commands, `|` pipelines
 and lists joined by `&&`, `||`, `;` (`cd DIR` in a list moves the rest), no shell script: `&`, `( )`,
 `$VAR`, `$(...)`, backticks, `~`, `{a,b}` and redirections other than to /dev/null or `2>&1` are refused.
