@@ -26,6 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Final
 
+from repo_sandbox.policy._beneath import open_without_links
 from repo_sandbox.policy.gitignore import IgnoreRules
 
 MAX_LISTING_BYTES: Final = 64 * 1024 * 1024
@@ -76,21 +77,9 @@ def _stamp(dir_fd: int, path: str) -> tuple[int, ...] | None:
 
 def _read_exclude(root_fd: int) -> str | None:
     try:
-        git_fd = os.open(".git", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root_fd)
+        fd = open_without_links(root_fd, ".git/info/exclude", openat2=False)
     except OSError:
         return None
-    try:
-        info_fd = os.open("info", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=git_fd)
-    except OSError:
-        return None
-    finally:
-        os.close(git_fd)
-    try:
-        fd = os.open("exclude", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=info_fd)
-    except OSError:
-        return None
-    finally:
-        os.close(info_fd)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_EXCLUDE_BYTES:
