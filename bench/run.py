@@ -8,7 +8,6 @@ It is a tool for people, not a timed test.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -128,17 +127,10 @@ async def _status_text(client: Client) -> str:
     return getattr(status.contents[0], "text", "")
 
 
-async def _warm_up(client: Client, wait_s: float = 60.0) -> None:
-    """A search that reads every file (which starts the content index's build), then a wait until nothing is
-    left to index: the steady state an agent searching the same repository meets (the niced builder would
-    otherwise share the cores with the measured calls of the first seconds)."""
+async def _warm_up(client: Client) -> None:
+    """A search that reads every file: the tree index and the census memo are then what an agent searching
+    the same repository meets."""
     await client.call_tool("search_text", {"pattern": REGEX, "limit": 1000})
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        index = json.loads(await _status_text(client) or "{}").get("search", {}).get("content_index", {})
-        if not index.get("building") and not index.get("pending"):  # a search starts a build before it answers
-            return
-        await anyio.sleep(0.2)
 
 
 async def _spawn_to_initialize(command: str, args: list[str]) -> float:

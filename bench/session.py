@@ -224,7 +224,7 @@ class Session:
                     out.pairs[(step.kind, "idle")] = pair
                 status = await client.read_resource("repo-sandbox://status")
                 search = json.loads(getattr(status.contents[0], "text", "{}")).get("search", {})
-                out.index = {key: search.get(key) for key in ("content_index", "census", "rg_output")}
+                out.index = {key: search.get(key) for key in ("census", "rg_output")}
                 out.rg = search.get("ripgrep") or {}
             out.peak_mib = peak.peak_mib
         return out

@@ -64,7 +64,7 @@ def render(rounds: list[RoundResult], corpus: Path, note: str, fs_note: str) -> 
         f"peak RSS, server and children: {statistics.median(r.peak_mib for r in rounds):.1f} MiB "
         f"(max {max(r.peak_mib for r in rounds):.1f})"
     )
-    lines.append(f"index state at the end of the last round: {json.dumps(rounds[-1].index)}")
+    lines.append(f"search state at the end of the last round: {json.dumps(rounds[-1].index)}")
     errors = [error for r in rounds for error in r.errors]
     lines.append(f"calls answered with an error: {len(errors)}" + "".join(f"\n  {e}" for e in errors))
     return "\n".join(lines)

@@ -70,5 +70,5 @@ def test_bench_session_quick_runs_the_whole_session_on_a_tiny_tree(tmp_path: Pat
         assert f"search_text {kind}" in table
     for row in ("search_files *.py", "count_lines .", "read_file 200 lines", "every page", "start-up to initialize"):
         assert row in table
-    assert "peak RSS, server and children" in table and "index state" in table and '"version"' in table
+    assert "peak RSS, server and children" in table and "search state" in table and '"version"' in table
     assert "variant 'no memo' over the first" in table and "session benchmark took" in table

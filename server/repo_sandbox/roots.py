@@ -31,7 +31,7 @@ logger = logging.getLogger("repo_sandbox")
 
 LIST_ROOTS_TIMEOUT_S: Final = 10.0
 MAX_WORKSPACES: Final = 16
-"""Client roots served at once (each has its own tree index, watches and content index); more are ignored."""
+"""Client roots served at once (each has its own tree index and watches); more are ignored."""
 MAX_SESSIONS: Final = 4096
 """Sessions whose client roots are remembered (bounded memory; connections are not told to us when they end)."""
 

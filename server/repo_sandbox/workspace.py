@@ -8,7 +8,6 @@ from contextlib import contextmanager
 
 from repo_sandbox.audit.log import AuditLog
 from repo_sandbox.config.model import LimitsConfig, Settings
-from repo_sandbox.engine.contentindex import ContentIndex
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.paths import Jail
 from repo_sandbox.tools._walk import Walk, WalkOptions
@@ -29,15 +28,6 @@ class Workspace:
         """The audit trail; any stage or tool may record a policy decision with `audit.decision(...)`."""
         self.trees = TreeIndexes(self.jail, ws.tree_index)
         """The walk's listings kept between calls (`tree.index`); `walk()` uses them."""
-        search = settings.search
-        self.content = ContentIndex(
-            self.jail.root_fd,
-            openat2=self.jail.uses_openat2,
-            max_file_bytes=settings.limits.max_file_bytes,
-            min_files=search.content_index_min_files,
-            enabled=search.content_index,
-        )
-        """File signatures that let a search skip files lacking its literal (`engine.contentindex`)."""
         self.on_close: list[Callable[[], None]] = []
         """Called by `close()`, for services that hold resources of this workspace (e.g. exec's watches)."""
 
@@ -53,7 +43,6 @@ class Workspace:
         for callback in self.on_close:
             callback()
         self.on_close.clear()
-        self.content.close()
         self.trees.close()
         if self._owns_audit:
             self.audit.close()

@@ -2,15 +2,13 @@
 
 Every row changes the tree between two searches in a way a census would see; the search after it must give
 exactly what a fresh Python-engine workspace gives, and must not have used the memo (whose use the status
-counts). Run with the content index built (rg given lists of files) and without it (rg walks), for a
-search of the root, of a subdirectory and with a glob.
+counts), for a search of the root, of a subdirectory and with a glob.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,12 +23,9 @@ from repo_sandbox.workspace import Workspace
 SEARCHES = ({"pattern": "MARKER"}, {"pattern": r"MARKER \w+", "path": "sub"}, {"pattern": "MARKER", "glob": "*.txt"})
 
 
-def _workspace(root: Path, engine: str = "ripgrep", **search: Any) -> Workspace:
+def _workspace(root: Path, engine: str = "ripgrep") -> Workspace:
     overrides: dict[tuple[str, str], Any] = {("workspace", "root"): str(root), ("search", "engine"): engine}
-    overrides.update({("search", key): value for key, value in search.items()})
-    ws = Workspace(load_settings(None, env={}, overrides=overrides))
-    ws.content.racy_ns = 0
-    return ws
+    return Workspace(load_settings(None, env={}, overrides=overrides))
 
 
 def _tree(root: Path) -> Path:
@@ -81,10 +76,10 @@ CHANGES: list[tuple[str, Change]] = [
 ]  # fmt: skip
 
 
-@pytest.fixture(params=["indexed", "walked"])
-def memo_ws(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, Workspace]]:
+@pytest.fixture
+def memo_ws(tmp_path: Path) -> Iterator[tuple[Path, Workspace]]:
     root = _tree(tmp_path / "repo")
-    ws = _workspace(root, content_index_min_files=0 if request.param == "indexed" else 10_000)
+    ws = _workspace(root)
     try:
         yield root, ws
     finally:
@@ -92,11 +87,9 @@ def memo_ws(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Pa
 
 
 def _warm(ws: Workspace, arguments: dict[str, Any]) -> None:
-    """Two searches: the first takes a census (and starts the index's build), the second a memo's."""
+    """Two searches: the first takes a census, the second a memo's."""
     args = SearchTextArgs.model_validate(arguments)
     search_text(ws, args)
-    while not ws.content.idle():
-        time.sleep(0.01)
     before = _from_memo(ws)
     search_text(ws, args)
     search_text(ws, args)
@@ -111,7 +104,7 @@ def test_a_change_between_searches_is_never_answered_from_the_memo(
     root, ws = memo_ws
     _warm(ws, arguments)
     apply(root)
-    reference = _workspace(root, "python", content_index=False)
+    reference = _workspace(root, "python")
     try:
         before = _from_memo(ws)
         args = SearchTextArgs.model_validate(arguments)
@@ -124,7 +117,7 @@ def test_a_change_between_searches_is_never_answered_from_the_memo(
 
 def test_a_memo_answers_as_a_census_would(memo_ws: tuple[Path, Workspace]) -> None:
     root, ws = memo_ws
-    reference = _workspace(root, "python", content_index=False)
+    reference = _workspace(root, "python")
     try:
         for arguments in (*SEARCHES, {"pattern": "MARKER", "output_mode": "count"}, {"pattern": "plain"}):
             _warm(ws, arguments)
@@ -143,7 +136,7 @@ def test_a_hard_link_made_outside_the_tree_is_refused_though_no_watch_hears_it(
     arguments = {"pattern": "MARKER"}
     _warm(ws, arguments)
     os.link(root / "notes.md", tmp_path / "outside-link")
-    reference = _workspace(root, "python", content_index=False)
+    reference = _workspace(root, "python")
     try:
         args = SearchTextArgs.model_validate(arguments)
         result = search_text(ws, args)
@@ -163,7 +156,7 @@ def test_a_write_no_watch_hears_shows_once_the_memo_is_too_old(
     with (root / "f08.txt").open("r+b") as file:
         mapped = mmap.mmap(file.fileno(), 0)  # holds its own descriptor: the file stays open for writing
     arguments = {"pattern": "MAPPED"}
-    reference = _workspace(root, "python", content_index=False)
+    reference = _workspace(root, "python")
     try:
         _warm(ws, arguments)
         mapped[:8] = b"MAPPED 8"

@@ -1,5 +1,5 @@
 """Fresh servers, 8 first calls of each tool at once: whatever a first call builds (the sandbox's mask
-sources, the tree index, the census, the content index) must be built once, never half-seen by another call."""
+sources, the tree index, the census) must be built once, never half-seen by another call."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ import ctypes
 import inspect
 import os
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -173,17 +172,6 @@ def test_flipping_files_and_dirs_to_outside_symlinks_never_leaks(race_root: Path
 DENIED = "DENIED-RACE-SECRET-3e9d"
 
 
-def _build_index(ws: Workspace) -> None:
-    """Index the tree before the race (files written a moment ago included), as a long-running server has."""
-    ws.content.racy_ns = 0
-    run_once(ws, "search_text", {"pattern": "RACE", "include_hidden": True, "include_ignored": True})
-    deadline = time.monotonic() + 30
-    while not ws.content.idle():
-        assert time.monotonic() < deadline, "the index was not built within 30 s"
-        time.sleep(0.02)
-    assert ws.content.active
-
-
 DENIED_TRIES = 4000
 
 
@@ -210,23 +198,17 @@ def denied_race_root(race_root: Path) -> Path:
 # between the two is read by rg: its Landlock domain allows the whole root. The ripgrep rows hold because every
 # file rg reports is read again through the jail before its result is believed, unless the watched tree provably
 # did not change under rg (`engine.vouch`): the paced rows rest between swaps, so that both ways are taken.
-# The indexed row gives rg a list of files from the content index (`engine.contentindex`): rg follows a listed
-# name that became a link, so the same reading again must hold there.
 @pytest.mark.parametrize(
     ("engine", "pause_s"),
-    [("ripgrep", 0.0), ("ripgrep", 0.015), ("ripgrep-indexed", 0.0), ("python", 0.0)],
-    ids=["rg", "rg-paced", "rg-indexed", "python"],
+    [("ripgrep", 0.0), ("ripgrep", 0.015), ("python", 0.0)],
+    ids=["rg", "rg-paced", "python"],
 )
 @pytest.mark.parametrize("backend", JAIL_BACKENDS)
 def test_flipping_entries_to_links_to_denied_files_never_leaks(
     denied_race_root: Path, backend: str, engine: str, pause_s: float
 ) -> None:
     root = denied_race_root
-    indexed = engine == "ripgrep-indexed"
-    engine = engine.removesuffix("-indexed")
-    ws = workspace_on(root, backend, {("search", "engine"): engine, ("search", "content_index_min_files"): 0})
-    if indexed:
-        _build_index(ws)
+    ws = workspace_on(root, backend, {("search", "engine"): engine})
     if engine == "ripgrep" and ws.jail.uses_proc:  # without /proc the server itself searches with Python
         assert select.report(ws)["engine"] == "ripgrep", "no usable rg: the ripgrep wheel is a dependency"
     everything = {"include_hidden": True, "include_ignored": True}
@@ -243,7 +225,6 @@ def test_flipping_entries_to_links_to_denied_files_never_leaks(
         ("search_text", {"pattern": "RACE|SECRET", "path": ".", "context": 1, **everything}),
         ("search_text", {"pattern": "secret", "case_sensitive": False, "glob": "*flip*", **everything}),
         ("search_text", {"pattern": "SECRET", "fixed_strings": True, "path": "gitflip", **everything}),
-        # literals the in-root files hold too, so that an index lists them for rg
         ("search_text", {"pattern": "RACE", "path": ".", **everything}),
         ("search_text", {"pattern": r"RACE-\w+", "path": ".", "context": 1, **everything}),
     ]
@@ -267,8 +248,6 @@ def test_flipping_entries_to_links_to_denied_files_never_leaks(
         f"rg output {believed}"
     )
     assert leaks == []
-    if indexed and uses_rg:
-        assert report["content_index"]["listed_searches"] > 0, report["content_index"]
     if uses_rg:
         assert believed["files_read_again"] > 0, believed
         if pause_s:

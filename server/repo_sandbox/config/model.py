@@ -271,12 +271,6 @@ class SearchConfig(_Section):
     ripgrep_path: str = ""
     """Absolute path of the rg binary to use; "" looks for `rg` on PATH, then the one the `ripgrep` wheel
     installed next to this Python."""
-    content_index: bool = True
-    """Keep a signature of each text file's 4-byte sequences (in memory, built in the background by a
-    lower-priority child process) so that a search for a pattern with a literal of 4+ bytes reads only the
-    files that may hold it. Results are the same with it on or off."""
-    content_index_min_files: int = Field(default=500, ge=0)
-    """Text files a search must read before the tree is indexed (smaller trees are searched fast anyway)."""
 
 
 class Settings(_Section):

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from repo_sandbox.engine import censusmemo
-from repo_sandbox.engine.contentindex import IndexUse
 from repo_sandbox.engine.request import SearchRequest, SearchStats
 from repo_sandbox.tools._glob import Glob
 from repo_sandbox.tools._results import is_presentable
@@ -119,12 +118,6 @@ class Census:
     rg_ignores_agree: bool = True
     """No ignore file that ripgrep could read differently (see `simple_rule`), no `.rgignore`, and none
     above the start directory (ripgrep is told not to look upwards)."""
-    index: IndexUse | None = None
-    """The search's use of the content index: text files whose signature lacks its literal are left out of
-    `candidates`."""
-    candidates: list[str] = field(default_factory=list[str])
-    """With a literal to probe for, the root-relative paths of the text files that may hold it (from a memo:
-    those of the files without a signature when it was taken; the others are the index's to list)."""
     mark: WatchMark | None = None
     """The tree's watch state taken before the census looks at anything: a memo (`engine.censusmemo`) is
     kept and used only with one."""
@@ -159,7 +152,7 @@ class Census:
             key = (walk.start_rel, request.glob, request.include_hidden, request.include_ignored)
             if snapshot is not None and self.mark is not None and self.recall_memo:
                 memo = censusmemo.recall(self.ws, key, snapshot, self.mark)
-                if memo is not None and (memo.unindexed is not None or self.index is None):
+                if memo is not None:
                     censusmemo.adopt(self, memo)
                     return
             for run in walk.runs():
@@ -179,8 +172,6 @@ class Census:
                         self.kinds.append(seen[0])
                         self.devices.append(seen[1].st_dev)
                         self.inodes.append(seen[1].st_ino)
-                        if seen[0] == TEXT and self.index is not None:
-                            self._index_check(rel, seen[1])
                 self.position.add(run, positions)
                 if progress is not None:
                     progress.files = len(self.kinds)
@@ -222,11 +213,6 @@ class Census:
         if run.facts is not None:
             facts.remember(run.facts, slot, info, kind)
         return kind, info
-
-    def _index_check(self, rel: str, info: os.stat_result) -> None:
-        assert self.index is not None
-        if not self.index.spares(rel, info) and self.index.probe is not None:
-            self.candidates.append(rel)
 
     def stats_through(self, index: int, stats: SearchStats) -> None:
         """Set `stats` to the counts of the files up to and including `index` (-1: none); call after `done`."""

@@ -13,8 +13,9 @@ not hear: writes through a shared memory mapping, and a hard link made (or a fil
 outside the tree; git's fsmonitor, which skips `lstat` on the same grounds, has the same blind spots. None
 can show anything the policy hides: the voucher stats every file rg reports before its result is used, and
 one that is not the file the memo saw, or has a second link, makes the search forget the memo and take a
-new census (`engine.rgsearch`); the memo never stands in for the jail's own reads. What they can do is leave a file's kind or content signature stale: a memo is therefore
-used for at most `MAX_AGE_S`, after which a census stats every file again.
+new census (`engine.rgsearch`); the memo never stands in for the jail's own reads. What they can do is leave
+a file's kind stale: a memo is therefore used for at most `MAX_AGE_S`, after which a census stats every
+file again.
 
 Where no watch covers the whole tree (no inotify, a network file system, a mount inside the root, a queue
 that overflowed), there is no mark and every census stats every file.
@@ -57,29 +58,22 @@ class CensusMemo:
     inodes: array[int]
     walk_truncated: bool
     rg_ignores_agree: bool
-    unindexed: tuple[tuple[str, tuple[int, ...]], ...] | None
-    """The text files that had no usable content signature, with their identity (None: no index in use)."""
-    text_files: int
     taken_at: float = field(default_factory=time.monotonic)
 
     @classmethod
     def of(cls, census: Census, snapshot: Snapshot, mark: WatchMark) -> CensusMemo:
         """The memo of a complete census, walked on `snapshot` after `mark` was taken."""
-        index = census.index
         return cls(
             snapshot, mark, census.kinds, census.position, census.devices, census.inodes, census.walk_truncated,
-            census.rg_ignores_agree, None if index is None else tuple(index.unindexed),
-            0 if index is None else index.text_files,
+            census.rg_ignores_agree,
         )  # fmt: skip
 
 
 def adopt(census: Census, memo: CensusMemo) -> None:
-    """Fill `census` from the memo (the files without a signature then are looked up again)."""
+    """Fill `census` from the memo."""
     census.from_memo = True
     census.kinds, census.position, census.devices, census.inodes = memo.kinds, memo.position, memo.devices, memo.inodes
     census.walk_truncated, census.rg_ignores_agree = memo.walk_truncated, memo.rg_ignores_agree
-    if census.index is not None and memo.unindexed is not None:
-        census.candidates = census.index.adopt(memo.unindexed, memo.text_files)
     if census.request.progress is not None:
         census.request.progress.files = len(census.kinds)
 

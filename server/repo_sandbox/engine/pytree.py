@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Final
 
-from repo_sandbox.engine.contentindex import IndexUse
 from repo_sandbox.engine.pymatch import (
     BUFFER_BYTES,
     Batch,
@@ -36,8 +35,6 @@ from repo_sandbox.workspace import Workspace
 SEARCHED: Final = 0
 BINARY: Final = 1
 TOO_LARGE: Final = 2
-SPARED: Final = 3
-"""A text file whose content signature shows it lacks the required literal: counted as searched, not read."""
 FIRST_BATCH_BYTES: Final = 64 * 1024
 """The first batch is small so that a first page full of hits comes back at once; each next one doubles."""
 HEAD_FIRST_BYTES: Final = 64 * 1024
@@ -126,9 +123,6 @@ class _TreeSearch:
         batch.spans.append((start, start + got))
         batch.used = start + got
 
-    def spare(self, rel_path: str) -> None:
-        self.batch.kinds.append((SPARED, rel_path))
-
     def add_alone(self, fd: int, rel_path: str, size: int) -> None:
         """A file (a large one, one that grew, one named alone) in a batch of its own, no pooled buffer
         taken; its head is sniffed before the rest is read."""
@@ -208,8 +202,6 @@ class _TreeSearch:
                 stats.skipped_binary += 1
                 continue
             stats.files_searched += 1
-            if kind == SPARED:
-                continue
             index, text_index = text_index, text_index + 1
             if index != next_candidate:
                 continue
@@ -253,7 +245,6 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
     if dir_fd is not None:
         os.close(dir_fd)
     search = _TreeSearch(request, stats, matcher, ws.limits.max_file_bytes)
-    index = IndexUse(ws.content, query.required) if ws.content.enabled else None
     try:
         if opened is not None:  # a file named explicitly is searched whatever the glob says (as in ripgrep)
             try:
@@ -277,9 +268,6 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
                     continue
                 fd, info = opened_file
                 try:
-                    if index is not None and info.st_size <= search.max_bytes and index.spares(entry.rel_path, info):
-                        search.spare(entry.rel_path)
-                        continue
                     search.add(fd, entry.rel_path, info.st_size)
                 finally:
                     os.close(fd)
@@ -291,5 +279,3 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
             stats.walk_truncated = walk.truncated
     finally:
         search.close()
-        if index is not None:
-            index.finish()

@@ -45,9 +45,6 @@ class RgOptions:
     max_file_bytes: int
     deny_globs: tuple[str, ...] = ()
     glob: str | None = None
-    paths: tuple[str, ...] = ()
-    """The files to search (each starting with "./"), instead of walking the start directory: rg searches
-    a file it is given whatever its globs, ignore and hidden rules say, so the census alone decides."""
 
 
 def deny_iglobs(rules: tuple[str, ...]) -> list[str]:
@@ -78,18 +75,15 @@ def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[
     ]
     if options.include_hidden:
         argv.append("--hidden")
-    if options.paths:
-        argv.append("--no-ignore")
-    elif options.use_ignore_files:
+    if options.use_ignore_files:
         # .gitignore/.ignore of the walked directories only, as the policy walker reads them.
         argv += ["--no-require-git", "--no-ignore-parent", "--no-ignore-global", "--no-ignore-exclude"]
     else:
         argv.append("--no-ignore")
-    if not options.paths:
-        for glob in deny_iglobs(options.deny_globs):
-            argv += ["--iglob", "!" + glob]
-        if options.glob is not None:
-            argv += ["--glob", options.glob]
+    for glob in deny_iglobs(options.deny_globs):
+        argv += ["--iglob", "!" + glob]
+    if options.glob is not None:
+        argv += ["--glob", options.glob]
     argv.append("--case-sensitive" if request.case_sensitive else "--ignore-case")
     if request.fixed_strings:
         argv.append("--fixed-strings")
@@ -101,7 +95,7 @@ def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[
             argv += ["--context", str(request.context)]
     if options.sorted_output:
         argv += ["--sort", "path"]
-    argv += ["--regexp", request.pattern, "--", *(options.paths or (".",))]
+    argv += ["--regexp", request.pattern, "--", "."]
     return argv
 
 

@@ -28,7 +28,6 @@ from typing import Final
 from repo_sandbox.engine import censusmemo, pytree, rgstate
 from repo_sandbox.engine.census import TEXT, Census, simple_rule
 from repo_sandbox.engine.confine import Launcher
-from repo_sandbox.engine.contentindex import IndexUse
 from repo_sandbox.engine.pymatch import BatchMatcher, MatchState
 from repo_sandbox.engine.pysearch import Deadline, Query
 from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
@@ -42,10 +41,6 @@ from repo_sandbox.workspace import Workspace
 SWITCH_LINES: Final = 2000
 """Matching lines (or files, in count mode) beyond which the unsorted run gives way to a sorted stream."""
 SWITCH_BYTES: Final = 8 * 1024 * 1024
-MIN_LISTED: Final = 64
-LISTED_SHARE: Final = 4
-"""rg is given a list of files when at most this share of the text files (or `MIN_LISTED`) may match."""
-MAX_LISTED_BYTES: Final = 256 * 1024
 
 
 class _Fallback(Exception):
@@ -84,8 +79,7 @@ class _Search:
         self.cancel = request.cancel
         self.deadline = Deadline(ws.limits.regex_timeout_s)
         self.glob = compile_glob(request.glob) if request.glob else None
-        index = IndexUse(ws.content, query.required) if ws.content.enabled else None
-        self.census = Census(ws, request, self.glob, index=index, recall_memo=recall_memo)
+        self.census = Census(ws, request, self.glob, recall_memo=recall_memo)
         self.prefix = "" if start_rel == "." else start_rel + "/"
         self.hits_before = 0
         self.process: RgProcess | None = None
@@ -129,12 +123,11 @@ class _Search:
             self.process.close()
             self.process = None
 
-    def _finish(self, process: RgProcess, *, yielded: bool = False, listed: bool = False) -> None:
-        """Check how a run that was read to the end exited. 0/1: matches or none; 2 with output (or from a
-        list of files, one of which may be gone): some file could not be read (the census decides about
-        files anyway); anything else: rg could not answer."""
+    def _finish(self, process: RgProcess, *, yielded: bool = False) -> None:
+        """Check how a run that was read to the end exited. 0/1: matches or none; 2 with output: some file
+        could not be read (the census decides about files anyway); anything else: rg could not answer."""
         code = process.finish()
-        if code in (0, 1) or (code == 2 and (process.bytes_read or listed) and "regex" not in process.error_text):
+        if code in (0, 1) or (code == 2 and process.bytes_read and "regex" not in process.error_text):
             return
         if yielded:
             raise IOFailureError("The search engine failed while streaming results; try again.", exit_code=code)
@@ -152,7 +145,7 @@ class _Search:
             if seen > SWITCH_LINES or process.bytes_read > SWITCH_BYTES:
                 self._stop_process()
                 return None
-        self._finish(process, listed=bool(options.paths))
+        self._finish(process)
         return outputs
 
     def _wait_census(self) -> None:
@@ -213,35 +206,11 @@ class _Search:
         outputs = None if many else self._collect(options)
         return self._start(dataclasses.replace(options, sorted_output=True)) if outputs is None else outputs
 
-    def _listed(self) -> list[str] | None:
-        """With a literal to probe for and a content index: the root-relative files under the start
-        directory whose signature may hold it, when they are few enough for a list to beat a walk."""
-        index, content = self.census.index, self.ws.content
-        if index is None or index.probe is None or not content.active:
-            return None
-        return content.admitted(index.probe, self.prefix, max(MIN_LISTED, content.files // LISTED_SHARE))
-
-    def _listed_options(self, rel_paths: list[str]) -> RgOptions | None:
-        paths = tuple("./" + rel.removeprefix(self.prefix) for rel in rel_paths)
-        if sum(map(len, paths)) > MAX_LISTED_BYTES:
-            return None
-        return dataclasses.replace(self.base, paths=paths)
-
     def run(self) -> Iterator[FileHits]:
         thread = threading.Thread(target=self.census.run, name="repo-sandbox-census", daemon=True)
         thread.start()
         try:
-            listed = self._listed()
-            outputs = None if listed is None else self._collect_listed(listed)
-            if outputs is None:
-                yield from self._search(self.base)
-            else:
-                self.ws.content.listed_searches += 1
-                if self.base.count_only:
-                    # rg counts in a file it is given even past a NUL byte (a walk skips that file), so listed
-                    # counts are never taken as printed: the jail reads each file again (and refuses NULs).
-                    self.voucher.mark = None
-                yield from self._emit_collected(outputs)
+            yield from self._search(self.base)
             self.census.stats_through(len(self.census.kinds) - 1, self.stats)
             self.stats.walk_truncated = self.census.walk_truncated
         finally:
@@ -252,35 +221,6 @@ class _Search:
             rgstate.record_search(
                 self.ws, unread=voucher.unread, read_again=voucher.read_again, from_memo=self.census.from_memo
             )
-            if self.census.index is not None:
-                self.census.index.finish()
-
-    def _collect_listed(self, listed: list[str]) -> dict[bytes, FileOutput] | None:
-        """rg's output for the files the index lists (searched while the census runs), then for the census's
-        candidates the index did not list (new, changed or not yet indexed files); None when the lists are
-        too long or the hits too many (the walk answers then)."""
-        outputs: dict[bytes, FileOutput] | None = {}
-        if listed:
-            options = self._listed_options(listed)
-            outputs = None if options is None else self._collect(options)
-        self._wait_census()
-        if outputs is None:
-            return None
-        seen = set(listed)
-        extras = [rel for rel in self.census.candidates if rel not in seen]
-        if len(extras) > MIN_LISTED:
-            return None
-        census = self.census
-        if census.from_memo and census.index is not None:
-            text = sum(1 for rel in listed if (p := census.position.get(rel)) is not None and census.kinds[p] == TEXT)
-            census.index.searched_of_adopted(text + len(extras))
-        if extras:
-            options = self._listed_options(extras)
-            more = None if options is None else self._collect(options)
-            if more is None:
-                return None
-            outputs.update(more)
-        return outputs
 
     def _search(self, options: RgOptions) -> Iterator[FileHits]:
         many = rgstate.many_hits_before(self.ws, self.request)

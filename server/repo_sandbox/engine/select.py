@@ -65,7 +65,6 @@ def report(ws: Workspace) -> dict[str, Any]:
         "ripgrep": rg.describe() if rg is not None else None,
         "python_engine_for": ["multiline searches", "a single file"] if rg is not None else ["every search"],
     }
-    entry["content_index"] = ws.content.report()
     if rg is not None:
         from repo_sandbox.engine import rgstate
 

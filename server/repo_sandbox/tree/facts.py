@@ -33,7 +33,7 @@ RACY_NS = watch.RACY_NS
 def identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
     """A file's identity: any write, truncation, rename over it, chmod or new hard link changes one of these.
     What was learnt from a file's content holds while its `lstat` shows the identity it was read at, unless it
-    was read within `RACY_NS` of its last change (`watch.is_settled`; the content index uses the same rule)."""
+    was read within `RACY_NS` of its last change (`watch.is_settled`)."""
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
