@@ -151,6 +151,7 @@ class Census:
             snapshot = walk.indexed_snapshot() if self.mark is not None else None
             key = (walk.start_rel, request.glob, request.include_hidden, request.include_ignored)
             if snapshot is not None and self.mark is not None and self.recall_memo:
+                censusmemo.wait_ahead(self.ws, key, self.stop)
                 memo = censusmemo.recall(self.ws, key, snapshot, self.mark)
                 if memo is not None:
                     censusmemo.adopt(self, memo)
@@ -232,3 +233,16 @@ class Census:
 
     def progress(self) -> int:
         return len(self.kinds)
+
+
+def take_ahead(ws: Workspace) -> None:
+    """Take the census of a search of the whole tree with the default options now, so that the first such
+    search finds its memo (and the tree index's file facts) instead of stat'ing and sniffing every file
+    while rg runs. Stops when the workspace closes."""
+    request = SearchRequest("")
+    options = ws.walk_options(include_hidden=None, include_ignored=False)
+    census = Census(ws, request, None, mark=ws.trees.watch_mark(options), recall_memo=False, stop=ws.closing)
+    if census.mark is None:
+        return
+    with censusmemo.taking_ahead(ws, (".", None, None, False)):
+        census.run()

@@ -14,8 +14,11 @@ outside the tree; git's fsmonitor, which skips `lstat` on the same grounds, has 
 can show anything the policy hides: the voucher stats every file rg reports before its result is used, and
 one that is not the file the memo saw, or has a second link, makes the search forget the memo and take a
 new census (`engine.rgsearch`); the memo never stands in for the jail's own reads. What they can do is leave
-a file's kind stale: a memo is therefore used for at most `MAX_AGE_S`, after which a census stats every
-file again.
+a file's kind stale: a memo is therefore used for at most `MAX_AGE_S` (an agent's pause between calls is
+often longer than 10 s), after which a census stats every file again.
+
+The first census of a workspace is taken ahead, when a client lists the tools (`engine.select.prepare`); a
+search that needs the same census meanwhile waits for it (`wait_ahead`) instead of taking it twice.
 
 Where no watch covers the whole tree (no inotify, a network file system, a mount inside the root, a queue
 that overflowed), there is no mark and every census stats every file.
@@ -27,6 +30,8 @@ import threading
 import time
 import weakref
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -37,7 +42,7 @@ from repo_sandbox.workspace import Workspace
 if TYPE_CHECKING:
     from repo_sandbox.engine.census import Census, Positions
 
-MAX_AGE_S: Final = 10.0
+MAX_AGE_S: Final = 60.0
 """How long a memo may stand in for a census (bounds what the blind spots above can leave stale)."""
 MAX_MEMOS: Final = 4
 """Memos kept per workspace (one per start directory, glob and option set searched lately)."""
@@ -106,3 +111,30 @@ def keep(ws: Workspace, key: MemoKey, memo: CensusMemo) -> None:
         if len(memos) >= MAX_MEMOS:
             memos.pop(next(iter(memos)))
         memos[key] = memo
+
+
+_ahead: weakref.WeakKeyDictionary[Workspace, tuple[MemoKey, threading.Event]] = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def taking_ahead(ws: Workspace, key: MemoKey) -> Iterator[None]:
+    """Mark the census for `key` as being taken ahead of the searches that will want it."""
+    done = threading.Event()
+    with _lock:
+        _ahead[ws] = (key, done)
+    try:
+        yield
+    finally:
+        done.set()
+        with _lock:
+            if _ahead.get(ws, (None, None))[1] is done:
+                del _ahead[ws]
+
+
+def wait_ahead(ws: Workspace, key: MemoKey, stop: threading.Event) -> None:
+    """Wait while the census for `key` is being taken ahead (or until `stop` is set)."""
+    with _lock:
+        ahead = _ahead.get(ws)
+    if ahead is not None and ahead[0] == key:
+        while not ahead[1].wait(0.02) and not stop.is_set():
+            pass

@@ -25,8 +25,9 @@ def ripgrep_for(ws: Workspace) -> ripgrep.Ripgrep | None:
 
 def prepare(ws: Workspace) -> None:
     """Do ahead what the first search would do before rg starts (a client that lists the tools calls them
-    next): load the engine, find rg and start its confined launcher, build the tree index. Only caches are
-    filled: a search still checks everything it uses, and one that comes first does the same work itself."""
+    next): load the engine, find rg and start its confined launcher, build the tree index, take the census of
+    the whole tree (`engine.census.take_ahead`). Only caches are filled: a search still checks everything it
+    uses."""
     rg = ripgrep_for(ws)
     options = ws.walk_options(include_hidden=None, include_ignored=False)
     if rg is None:
@@ -34,10 +35,11 @@ def prepare(ws: Workspace) -> None:
 
         ws.trees.snapshot(options)
         return
-    from repo_sandbox.engine import rgsearch, rgstate  # noqa: F401
+    from repo_sandbox.engine import census, rgsearch, rgstate  # noqa: F401
 
     if ws.trees.snapshot(options) is not None:  # None: the workspace closed meanwhile (or keeps no index)
         rgstate.launcher_for(ws, rg)
+        census.take_ahead(ws)
 
 
 def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
