@@ -89,7 +89,10 @@ class RoundResult:
     """(ours, bare MCPServer) spawn -> initialize answered, ms."""
     list_ms: float = 0.0
     """tools/list right after initialize, as every client does before its first call."""
-    paging: dict[str, tuple[float, float, int]] = field(default_factory=dict[str, tuple[float, float, int]])
+    paging: dict[str, tuple[float, float, int, float]] = field(
+        default_factory=dict[str, tuple[float, float, int, float]]
+    )
+    """kind -> (ours ms, reference ms, pages, ms of ours the SDK client spent validating results)."""
     """kind -> (every page together ms, one reference run ms, pages)."""
     read_p50: tuple[float, float | None] = (0.0, None)
     """(ours, filesystem server) read_file 200 lines p50 ms."""
@@ -145,17 +148,33 @@ class Session:
 
     async def _pages(
         self, client: Client, tool: str, arguments: dict[str, Any], errors: list[str]
-    ) -> tuple[float, int]:
+    ) -> tuple[float, int, float]:
+        """(ms for every page, pages, ms of it the SDK client spent checking results against the output schema)."""
+        session = client.session
+        validate = session.validate_tool_result
+        validating = [0.0]
+
+        async def timed(name: str, result: Any) -> None:
+            start = time.perf_counter()
+            try:
+                await validate(name, result)
+            finally:
+                validating[0] += time.perf_counter() - start
+
+        session.validate_tool_result = timed  # type: ignore[method-assign]
         offset: int | None = 0
         pages, start = 0, time.perf_counter()
-        while offset is not None:
-            result = await client.call_tool(tool, {**arguments, "offset": offset})
-            content = result.structured_content or {}
-            if result.is_error:
-                errors.append(f"{tool} page {pages + 1}: {content.get('error', {}).get('code')}")
-                break
-            offset, pages = content.get("next_offset"), pages + 1
-        return (time.perf_counter() - start) * 1000, pages
+        try:
+            while offset is not None:
+                result = await client.call_tool(tool, {**arguments, "offset": offset})
+                content = result.structured_content or {}
+                if result.is_error:
+                    errors.append(f"{tool} page {pages + 1}: {content.get('error', {}).get('code')}")
+                    break
+                offset, pages = content.get("next_offset"), pages + 1
+        finally:
+            session.validate_tool_result = validate  # type: ignore[method-assign]
+        return (time.perf_counter() - start) * 1000, pages, validating[0] * 1000
 
     async def _fs_read_p50(self) -> float | None:
         if self.fs is None:
@@ -214,8 +233,8 @@ class Session:
                         [self.rg, "-n", "--sort", "path", "--", PAGED_TEXT["pattern"], "."],
                     ),
                 ):
-                    ours, pages = await self._pages(client, tool, arguments, out.errors)
-                    out.paging[kind] = (ours, await self._ref(argv), pages)
+                    ours, pages, validating = await self._pages(client, tool, arguments, out.errors)
+                    out.paging[kind] = (ours, await self._ref(argv), pages, validating)
                 ours_reads = [await _ms(lambda: call("read_file", read)) for _ in range(READS)]
                 out.read_p50 = (statistics.median(ours_reads), await self._fs_read_p50())
                 await anyio.sleep(self.idle_s)
