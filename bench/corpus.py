@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sys
@@ -21,18 +22,23 @@ def stdlib_corpus() -> Path:
     target = cache_dir() / f"stdlib-{version}"
     if (target / ".complete").exists():
         return target
-    source = Path(sysconfig.get_paths()["stdlib"])
-    partial = target.with_name(target.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(
-        source,
-        partial,
-        symlinks=True,
-        ignore=lambda directory, names: [n for n in names if n in ("site-packages", "__pycache__")],
-    )
-    shutil.rmtree(target, ignore_errors=True)
-    partial.rename(target)
-    (target / ".complete").write_text("")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # test processes running side by side build it once
+        if (target / ".complete").exists():
+            return target
+        source = Path(sysconfig.get_paths()["stdlib"])
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(
+            source,
+            partial,
+            symlinks=True,
+            ignore=lambda directory, names: [n for n in names if n in ("site-packages", "__pycache__")],
+        )
+        shutil.rmtree(target, ignore_errors=True)
+        partial.rename(target)
+        (target / ".complete").write_text("")
     return target
 
 
