@@ -19,10 +19,10 @@ SOURCE = Path(__file__).resolve().parents[1] / "server" / PACKAGE
 
 # The declared layer order, lowest first. A unit may import units of its own layer or below.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "stdout", "testing", "__init__"}),
+    frozenset({"errors", "meter", "stdout", "testing", "__init__"}),
     frozenset({"config"}),
-    frozenset({"fs"}),
     frozenset({"policy"}),
+    frozenset({"fs"}),
     frozenset({"tree"}),
     frozenset({"audit"}),
     frozenset({"workspace"}),
@@ -163,7 +163,9 @@ def test_every_unit_has_a_layer() -> None:
 def test_no_package_level_cycle() -> None:
     graph = unit_graph()
     found = cycles()
-    detail = [f"{group}: " + ", ".join(f"{a}->{b}" for a in group for b in sorted(graph[a]) if b in group) for group in found]
+    detail = [
+        f"{group}: " + ", ".join(f"{a}->{b}" for a in group for b in sorted(graph[a]) if b in group) for group in found
+    ]
     assert not found, "\n".join(detail)
 
 

@@ -19,12 +19,12 @@ from typing import Final
 
 from repo_sandbox.engine import censusmemo
 from repo_sandbox.engine.request import SearchRequest, SearchStats
-from repo_sandbox.tools._glob import Glob
-from repo_sandbox.tools._results import is_presentable
-from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
-from repo_sandbox.tools._walk import UNREAD_IGNORE_FILE, Run, Walk
+from repo_sandbox.fs.globs import Glob
+from repo_sandbox.fs.textfile import SNIFF_BYTES, looks_binary
+from repo_sandbox.fs.walk import UNREAD_IGNORE_FILE, Run, Walk
+from repo_sandbox.fs.watch import WatchMark
+from repo_sandbox.meter import is_presentable
 from repo_sandbox.tree import facts
-from repo_sandbox.tree.watch import WatchMark
 from repo_sandbox.workspace import Workspace
 
 TEXT: Final = facts.TEXT

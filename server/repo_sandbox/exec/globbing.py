@@ -22,7 +22,7 @@ from typing import Final
 
 from repo_sandbox.errors import InvalidArgumentsError, PathDeniedError, PathOutsideRootError, SandboxError
 from repo_sandbox.exec._words import GLOB_CHARS, Segment, Word
-from repo_sandbox.policy.paths import Jail
+from repo_sandbox.fs.jail import Jail
 
 MAX_GLOB_MATCHES: Final = 10_000
 """Most paths all the globs of one command may produce."""

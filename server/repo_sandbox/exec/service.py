@@ -40,7 +40,6 @@ from repo_sandbox.exec.approval import obtain_approval
 from repo_sandbox.exec.binds import SANDBOX_ROOT
 from repo_sandbox.exec.chain import Judged, Judgement, Place, judge_all, judge_one, merged, name_element, run_list
 from repo_sandbox.exec.gitblame import RenameSources
-from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
 from repo_sandbox.exec.gitobjects import verify_objects
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
@@ -51,6 +50,7 @@ from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
 from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, stage_command
 from repo_sandbox.exec.selection import audit_fallback, sandbox_info, sandbox_report
 from repo_sandbox.exec.view import RepoView, ViewCache
+from repo_sandbox.fs.gitenv import GitHardening
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
 from repo_sandbox.policy.operands import JailPaths

@@ -6,8 +6,8 @@ import os
 import posixpath
 
 from repo_sandbox.errors import NotFoundError, PathDeniedError, PathOutsideRootError
+from repo_sandbox.fs.jail import Jail
 from repo_sandbox.policy.deny import DenyList
-from repo_sandbox.policy.paths import Jail
 
 
 class JailPaths:

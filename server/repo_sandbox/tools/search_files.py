@@ -8,9 +8,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from repo_sandbox.fs.globs import Glob, compile_glob
+from repo_sandbox.meter import OutputMeter, is_presentable
 from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
-from repo_sandbox.tools._glob import Glob, compile_glob
-from repo_sandbox.tools._results import OutputMeter, Paged, is_presentable, page_offsets
+from repo_sandbox.tools._results import Paged, page_offsets
 from repo_sandbox.tree.walk import file_runs
 from repo_sandbox.workspace import Workspace
 

@@ -13,9 +13,10 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from repo_sandbox.engine.request import LineHit, Progress, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.select import iter_file_hits
 from repo_sandbox.errors import FileTooLargeError, SandboxError
+from repo_sandbox.fs.textfile import cut_text
+from repo_sandbox.meter import OutputMeter
 from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
-from repo_sandbox.tools._results import OutputMeter, Paged, ResultModel, page_offsets
-from repo_sandbox.tools._textfile import cut_text
+from repo_sandbox.tools._results import Paged, ResultModel, page_offsets
 from repo_sandbox.workspace import Workspace
 
 if TYPE_CHECKING:

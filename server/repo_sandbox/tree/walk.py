@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from repo_sandbox.policy.paths import Jail
-from repo_sandbox.tools._walk import Frame, IgnoreStack, Walk, WalkOptions
+from repo_sandbox.fs.jail import Jail
+from repo_sandbox.fs.walk import Frame, IgnoreStack, Walk, WalkOptions
 from repo_sandbox.tree.index import Snapshot
 
 

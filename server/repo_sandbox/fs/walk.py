@@ -4,7 +4,7 @@ Walks with directory file descriptors (`scandir(fd)` and `openat(O_NOFOLLOW)`), 
 a symlink mid-walk cannot lead outside the root. Symlinks are never followed. Applies, in this order: the
 deny-list, hidden-file filtering and .gitignore/.ignore rules (nested files included, deeper files winning,
 `.ignore` over `.gitignore` in one directory, `.git/info/exclude` below them all) except that, in a git
-repository, a file in the index is never ignored (`tools._gitrepo`). Depth and entry counts are capped;
+repository, a file in the index is never ignored (`fs.gitrepo`). Depth and entry counts are capped;
 hitting a cap marks the walk truncated.
 """
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from repo_sandbox.errors import SandboxError
+from repo_sandbox.fs.gitrepo import Tracked, repo_rules
+from repo_sandbox.fs.jail import Jail
 from repo_sandbox.policy.gitignore import IgnoreRules
-from repo_sandbox.policy.paths import Jail
-from repo_sandbox.tools._gitrepo import Tracked, repo_rules
 
 if TYPE_CHECKING:
     from repo_sandbox.tree.index import Snapshot
