@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from repo_sandbox.config.model import DEFAULT_DENY
 from repo_sandbox.errors import NotFoundError, PathDeniedError, PathOutsideRootError, SandboxError, SpecialFileError
 from repo_sandbox.fs import beneath
 from repo_sandbox.fs.jail import Jail
-from repo_sandbox.policy.deny import DenyList
+from repo_sandbox.policy.deny import DEFAULT_DENY, DenyList
 
 MODES = ["openat2", "walk", "walk-noproc"]
 

@@ -20,7 +20,7 @@ from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
 from repo_sandbox.tree import build, node
 from repo_sandbox.tree import indexes as indexes_module
 from repo_sandbox.tree.index import TreeIndex
-from repo_sandbox.tree.walk import IndexedWalk, file_runs
+from repo_sandbox.tree.walk import IndexedWalk, file_runs, indexed_snapshot
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
@@ -67,7 +67,7 @@ def live_outcome(ws: Workspace, path: str = ".", *, hidden: bool = False, ignore
 
 def runs_of(ws: Workspace, path: str = ".") -> list[str] | None:
     with ws.walk(path, include_hidden=False, include_ignored=False) as walk:
-        snapshot = walk.indexed_snapshot()
+        snapshot = indexed_snapshot(walk)
         if snapshot is None:
             return None
         return [prefix + name for prefix, _, names in file_runs(snapshot, walk.start_rel) for name in names]

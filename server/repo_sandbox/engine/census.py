@@ -25,6 +25,7 @@ from repo_sandbox.fs.walk import UNREAD_IGNORE_FILE, Run, Walk
 from repo_sandbox.fs.watch import WatchMark
 from repo_sandbox.meter import is_presentable
 from repo_sandbox.tree import facts
+from repo_sandbox.tree.walk import indexed_snapshot
 from repo_sandbox.workspace import Workspace
 
 TEXT: Final = facts.TEXT
@@ -148,7 +149,7 @@ class Census:
         with self.ws.walk(
             request.path, include_hidden=request.include_hidden, include_ignored=request.include_ignored
         ) as walk:
-            snapshot = walk.indexed_snapshot() if self.mark is not None else None
+            snapshot = indexed_snapshot(walk) if self.mark is not None else None
             key = (walk.start_rel, request.glob, request.include_hidden, request.include_ignored)
             if snapshot is not None and self.mark is not None and self.recall_memo:
                 memo = censusmemo.recall(self.ws, key, snapshot, self.mark)

@@ -20,7 +20,7 @@ from repo_sandbox.tools._results import Paged, ResultModel, page_offsets
 from repo_sandbox.workspace import Workspace
 
 if TYPE_CHECKING:
-    from repo_sandbox.runtime.pipeline import CallContext
+    from repo_sandbox.calls import CallContext
 
 DESCRIPTION = """Search file contents with a regex (Rust/ripgrep syntax: no look-around or backreferences)
 or, with fixed_strings, literal text. Prints like `rg -n --heading`: a path line, then `line:text` per
