@@ -1,6 +1,6 @@
 """What one tool call carries besides its arguments: who is calling (`CallContext`), and the capabilities the
 transport puts in its `extras` (asking the user, approving a command), with the keys tools and stages find them
-by. The pipeline (`runtime.pipeline`) and the elicitation eras (`runtime.elicitation`) fill them in."""
+by. The MCP handlers fill them in, with functions made by `runtime.elicitation` and `runtime.approvals`."""
 
 from __future__ import annotations
 

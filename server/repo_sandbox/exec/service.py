@@ -1,7 +1,7 @@
 """execute_bash end to end for one workspace: parse, expand, judge, approve, sandbox, run, shape the result.
 
 Approvals (`exec.approval`): a command whose programs include one from `exec.ask` runs only after the
-user's yes through the call's `extras[runtime.approvals.APPROVE]`; without that provider it is refused with
+user's yes through the call's `extras[calls.APPROVE]`; without that provider it is refused with
 `approval_required` (fail closed). Nothing is remembered between calls.
 
 Every error raised once the command has started (`timeout`, `killed`, `sandbox_failed`) carries
