@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from repo_sandbox.app import build_server, mcp_tool
-from repo_sandbox.config.exec_model import DEFAULT_ALLOW
 from repo_sandbox.errors import ALL_ERRORS
+from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.testing import ERAS, Mode
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace

@@ -33,7 +33,7 @@ ON_FIRST_USE = [
     "repo_sandbox.runtime.pipeline",
     "repo_sandbox.engine.ripgrep",
     "repo_sandbox.exec.service",
-    "repo_sandbox.exec.parse",
+    "repo_sandbox.shell.parse",
     "repo_sandbox.policy.commands",
     "repo_sandbox.resources",
     "tree_sitter",

@@ -26,15 +26,16 @@ from mcp.types import (
 )
 
 from repo_sandbox.app import call_tool_result, mcp_tool
+from repo_sandbox.calls import APPROVE, ELICIT, CallContext
 from repo_sandbox.engine import select
 from repo_sandbox.errors import SandboxFailedError
 from repo_sandbox.roots import SessionRoots
-from repo_sandbox.runtime.approvals import APPROVE, make_approve
+from repo_sandbox.runtime.approvals import make_approve
 from repo_sandbox.runtime.assembly import AgentLoopState, build_pipeline
 from repo_sandbox.runtime.clock import Clock
-from repo_sandbox.runtime.elicitation import ELICIT, InputRequired, can_ask_user, elicitor_for, uses_input_required
+from repo_sandbox.runtime.elicitation import InputRequired, can_ask_user, elicitor_for, uses_input_required
 from repo_sandbox.runtime.guard import TOOLS_CHANGED
-from repo_sandbox.runtime.pipeline import CallContext, CallPipeline, ToolCall
+from repo_sandbox.runtime.pipeline import CallPipeline, ToolCall
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace
 

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 
 from repo_sandbox.audit.log import AuditLog
 from repo_sandbox.config.model import LimitsConfig, Settings
+from repo_sandbox.fs.jail import Jail
+from repo_sandbox.fs.walk import Walk, WalkOptions
 from repo_sandbox.policy.deny import DenyList
-from repo_sandbox.policy.paths import Jail
-from repo_sandbox.tools._walk import Walk, WalkOptions
 from repo_sandbox.tree.indexes import TreeIndexes
 from repo_sandbox.tree.walk import IndexedWalk
 

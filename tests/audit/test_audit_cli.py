@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from repo_sandbox.calls import CallContext
 from repo_sandbox.cli import main
 from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.assembly import build_pipeline
-from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.workspace import Workspace
 
 SettingsFactory = Callable[..., Settings]

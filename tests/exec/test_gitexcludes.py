@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from exec_support import git, os_backends, write
-from repo_sandbox.config.model import DEFAULT_DENY
 from repo_sandbox.exec import _gitscan
-from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import spec_needles
 from repo_sandbox.exec.gitnames import GitNames, component_haystack
 from repo_sandbox.exec.sandbox import Backend
 from repo_sandbox.exec.service import exec_service
+from repo_sandbox.fs.gitenv import GitHardening
+from repo_sandbox.policy.deny import DEFAULT_DENY
 from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS, exclusion_pathspecs
 from repo_sandbox.workspace import Workspace
 

@@ -12,7 +12,7 @@ import pytest
 from repo_sandbox.errors import InvalidArgumentsError, PathDeniedError, PathOutsideRootError
 from repo_sandbox.exec import globbing
 from repo_sandbox.exec.globbing import GlobExpander
-from repo_sandbox.exec.parse import parse_command
+from repo_sandbox.shell.parse import parse_command
 from repo_sandbox.workspace import Workspace
 
 

@@ -14,12 +14,13 @@ import anyio
 import pytest
 
 from exec_support import HOST_ENV_SECRET, auto_os_layer, os_backends, tagged_processes, write
-from repo_sandbox.config.exec_model import DEFAULT_ALLOW
+from repo_sandbox.calls import CallContext
 from repo_sandbox.exec import sandbox as sandbox_module
 from repo_sandbox.exec import selection as selection_module
 from repo_sandbox.exec import service as service_module
+from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.runtime.assembly import build_pipeline
-from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
+from repo_sandbox.runtime.pipeline import CallOutcome
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

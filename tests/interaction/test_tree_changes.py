@@ -20,8 +20,8 @@ from mcp import Client
 
 from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
+from repo_sandbox.fs.watch import WatchHub
 from repo_sandbox.tree import facts
-from repo_sandbox.tree.watch import WatchHub
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -7,18 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from repo_sandbox.config.exec_model import ExecConfig
 from repo_sandbox.config.loader import ConfigError, load_settings
-from repo_sandbox.config.model import DEFAULT_DENY
 from repo_sandbox.errors import SandboxError
-from repo_sandbox.exec.parse import parse_command
 from repo_sandbox.policy.commands import CommandPolicy, PolicyExampleError
 from repo_sandbox.policy.decision import Decision, Verdict, strictest
-from repo_sandbox.policy.deny import DenyList
+from repo_sandbox.policy.deny import DEFAULT_DENY, DenyList
+from repo_sandbox.policy.exec_model import ExecConfig
 from repo_sandbox.policy.git import exclusion_pathspecs
 from repo_sandbox.policy.gitrefs import NOTE_EXCLUSIONS, REF_EXCLUSIONS
 from repo_sandbox.policy.operands import LexicalPaths
 from repo_sandbox.policy.programs import ProgramSpec
+from repo_sandbox.shell.parse import parse_command
 
 PATHS = LexicalPaths(DenyList(DEFAULT_DENY))
 

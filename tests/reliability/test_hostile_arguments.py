@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import build_small_repo
 
+from repo_sandbox.calls import CallContext
 from repo_sandbox.runtime.assembly import build_pipeline
-from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.workspace import Workspace
 
 STRING_ARGUMENTS: dict[str, dict[str, Any]] = {

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
+from repo_sandbox.calls import CallContext
 from repo_sandbox.config.model import BudgetConfig, LimitsConfig
 from repo_sandbox.errors import BudgetExhaustedError
 from repo_sandbox.runtime.budget import BudgetStage
-from repo_sandbox.runtime.pipeline import CallContext, CallOutcome, ToolCall
+from repo_sandbox.runtime.pipeline import CallOutcome, ToolCall
 
 pytestmark = pytest.mark.anyio
 

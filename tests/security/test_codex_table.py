@@ -13,8 +13,8 @@ import pytest
 
 from codex_commands import SAFE_PROGRAM_ROWS, SAFE_ROWS, UNSAFE_ROWS
 from exec_support import git, tree_snapshot
+from repo_sandbox.calls import CallContext
 from repo_sandbox.runtime.assembly import build_pipeline
-from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 

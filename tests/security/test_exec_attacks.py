@@ -32,10 +32,10 @@ from exec_support import (
     tagged_processes,
     tree_snapshot,
 )
-from repo_sandbox.config.exec_model import DEFAULT_ALLOW
+from repo_sandbox.calls import CallContext
 from repo_sandbox.exec.sandbox import Backend
+from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.runtime.assembly import build_pipeline
-from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

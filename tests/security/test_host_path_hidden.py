@@ -16,9 +16,9 @@ import anyio
 import pytest
 
 from exec_support import git, os_backends
+from repo_sandbox.calls import CallContext
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.runtime.assembly import build_pipeline
-from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 

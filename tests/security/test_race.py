@@ -22,9 +22,9 @@ import pytest
 from attack_tree import OUTSIDE_MARKER
 
 from jail_backends import workspace_on
+from repo_sandbox.calls import CallContext
 from repo_sandbox.engine import select
 from repo_sandbox.errors import SandboxError
-from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.tools.registry import TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace
 

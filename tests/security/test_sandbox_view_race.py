@@ -29,10 +29,10 @@ import pytest
 from test_race import Flipper, exchange
 
 from exec_support import os_backends
+from repo_sandbox.calls import CallContext
 from repo_sandbox.exec.sandbox import LAUNCHER
 from repo_sandbox.exec.service import ExecService
 from repo_sandbox.runtime.assembly import build_pipeline
-from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -20,10 +20,10 @@ import anyio
 import pytest
 
 from exec_support import git, leaked_names, os_backends
+from repo_sandbox.calls import CallContext
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.exec.sandbox import Backend, installed
 from repo_sandbox.runtime.assembly import build_pipeline
-from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,10 @@ import anyio
 import pytest
 
 from exec_support import git, os_backends, write
+from repo_sandbox.calls import CallContext
 from repo_sandbox.exec.sandbox import Backend
 from repo_sandbox.runtime.assembly import build_pipeline
-from repo_sandbox.runtime.pipeline import CallContext, CallOutcome
+from repo_sandbox.runtime.pipeline import CallOutcome
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

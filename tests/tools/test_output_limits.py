@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from repo_sandbox.config.model import Settings
-from repo_sandbox.tools._results import OutputMeter
+from repo_sandbox.meter import OutputMeter
 from repo_sandbox.tools.count_lines import CountLinesArgs, count_lines
 from repo_sandbox.tools.read_file import ReadFileArgs, read_file
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from repo_sandbox.config.model import Settings
+from repo_sandbox.fs.textfile import after_newlines
 from repo_sandbox.tools import read_file as read_file_module
-from repo_sandbox.tools._textfile import after_newlines
 from repo_sandbox.tools.read_file import ReadFileArgs, read_file
 from repo_sandbox.workspace import Workspace
 

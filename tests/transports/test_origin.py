@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from repo_sandbox.config.hosts import split_host
 from repo_sandbox.config.model import ServerConfig
-from repo_sandbox.transports.origin import HostOriginPolicy, split_host
+from repo_sandbox.transports.origin import HostOriginPolicy
 
 LOOPBACK = HostOriginPolicy.from_settings(ServerConfig())
 PROXIED = HostOriginPolicy.from_settings(

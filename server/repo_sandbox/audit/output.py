@@ -21,15 +21,19 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from repo_sandbox.audit.keys import PEM_MARKER_BYTES, mask_key_lines, mask_private_keys
 from repo_sandbox.audit.known import KnownSecrets
 from repo_sandbox.audit.masking import apply_rules, could_mask, mask_text
 from repo_sandbox.errors import SandboxError
+from repo_sandbox.fs.jail import Jail
 
-if TYPE_CHECKING:
-    from repo_sandbox.workspace import Workspace
+
+class HasJail(Protocol):
+    """What masking reads of a `workspace.Workspace`: the files, through its jail."""
+
+    jail: Jail
 
 
 class TextMasker:
@@ -81,7 +85,7 @@ def _may_show_key_material(text: str) -> bool:
     return _KEY_LIKE_FIRST_LINE.match(text) is not None or _KEY_LIKE_LATER_LINE.search(text) is not None
 
 
-def private_key_spans(ws: Workspace, path: str) -> list[LineSpan]:
+def private_key_spans(ws: HasJail, path: str) -> list[LineSpan]:
     """The body lines of every private key block in a file of the workspace (none if it cannot be read)."""
     try:
         opened = ws.jail.open_file(path)
@@ -143,7 +147,7 @@ def _may_lie_in_a_key_block(payload: dict[str, Any], content: str) -> bool:
     return payload["start_line"] > 1 or "PRIVATE KEY" in content or CUT_MARK in content
 
 
-def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
+def mask_read_file(ws: HasJail, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
     """Mask a page of `cat -n` numbered (or bare) lines. The rules run on the bare lines, with the key blocks of
     the file masked first, unless a shorter way is known to give the same text:
     - no rule can match and no key block reaches the page: only remembered secrets are masked;
@@ -177,12 +181,12 @@ def mask_read_file(ws: Workspace, payload: dict[str, Any], arguments: Any, mask:
     payload["content"] = "\n".join(prefix + body for prefix, body in zip(prefixes, bodies, strict=True))
 
 
-def mask_search_text(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
+def mask_search_text(ws: HasJail, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
     _mask_matches(ws, payload, mask)
     mask_paths(ws, payload, arguments, mask)  # after the matches: their paths find the files' key blocks
 
 
-def _mask_matches(ws: Workspace, payload: dict[str, Any], mask: TextMasker) -> None:
+def _mask_matches(ws: HasJail, payload: dict[str, Any], mask: TextMasker) -> None:
     """All matches are masked in one pass over their joined lines (one call per hit would cost ~10x more);
     private key blocks are handled per match, so a BEGIN in one hit never reaches into the next."""
     matches: list[dict[str, Any]] = payload.get("matches", [])
@@ -209,7 +213,7 @@ def _mask_matches(ws: Workspace, payload: dict[str, Any], mask: TextMasker) -> N
         match["after"] = [next(masked) for _ in match["after"]]
 
 
-def mask_paths(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
+def mask_paths(ws: HasJail, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
     """Mask the file names a result lists (`files`, and the `path` of `matches`, `counts`, `largest`) with the
     rule command output gets, in one pass over them joined by newlines (a mask never spans lines)."""
     slots: list[tuple[list[Any], int, str | None]] = []  # (container, index, key) of each path
@@ -232,7 +236,7 @@ def mask_paths(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: Tex
             container[index][key] = masked
 
 
-def mask_execute_bash(ws: Workspace, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
+def mask_execute_bash(ws: HasJail, payload: dict[str, Any], arguments: Any, mask: TextMasker) -> None:
     for field in ("stdout", "stderr"):
         if isinstance(payload.get(field), str):
             payload[field] = mask(payload[field])
@@ -256,7 +260,7 @@ def mask_error(payload: dict[str, Any], mask: TextMasker) -> None:
     error["details"] = mask_strings(error.get("details", {}), mask)
 
 
-PayloadMasker = Callable[["Workspace", dict[str, Any], Any, TextMasker], None]
+PayloadMasker = Callable[[HasJail, dict[str, Any], Any, TextMasker], None]
 """Masks the text fields of a success payload in place."""
 
 OUTPUT_MASKERS: Final[dict[str, PayloadMasker]] = {

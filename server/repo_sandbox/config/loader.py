@@ -10,8 +10,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
-from repo_sandbox.config.exec_model import EXEC_CHECK_LATER
 from repo_sandbox.config.model import Settings
+from repo_sandbox.policy.exec_model import EXEC_CHECK_LATER
 
 ENV_PREFIX: Final = "REPO_SANDBOX_"
 """Prefix of the environment variables that override config keys."""
@@ -131,7 +131,7 @@ def load_settings(
     exec_check_later: bool = False,
 ) -> Settings:
     """Merge defaults, the TOML file, env overrides and CLI overrides, then validate (`exec_check_later`: all
-    but the command policy's check, see `config.exec_model.EXEC_CHECK_LATER`).
+    but the command policy's check, see `policy.exec_model.EXEC_CHECK_LATER`).
 
     Raises:
         ConfigError: naming the file, env var or flag and the key that is wrong.

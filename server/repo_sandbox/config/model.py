@@ -2,40 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
-from repo_sandbox.config.exec_model import ExecConfig
-
-DEFAULT_DENY: Final[tuple[str, ...]] = (
-    ".git/",
-    ".env*",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.keystore",
-    "*.kdbx",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    ".ssh/",
-    ".gnupg/",
-    ".aws/",
-    ".netrc",
-    ".pgpass",
-    ".pypirc",
-    ".npmrc",
-    ".git-credentials",
-    "credentials.json",
-    "**/.docker/config.json",
-    "*.tfstate",
-    "secrets.y*ml",
-)
-"""Deny globs (gitignore syntax) applied by every tool: git internals, dotenv files, keys, credentials."""
+from repo_sandbox.config.hosts import origin_key, split_host
+from repo_sandbox.policy.deny import DEFAULT_DENY
+from repo_sandbox.policy.exec_model import ExecConfig
 
 
 class _Section(BaseModel):
@@ -95,8 +68,6 @@ class ServerConfig(_Section):
     @field_validator("allowed_hosts")
     @classmethod
     def _hosts_well_formed(cls, hosts: list[str]) -> list[str]:
-        from repo_sandbox.transports.origin import split_host  # only when there are entries to check
-
         for entry in hosts:
             if split_host(entry) is None:
                 raise ValueError(f"not a host[:port]: {entry!r}")
@@ -105,8 +76,6 @@ class ServerConfig(_Section):
     @field_validator("allowed_origins")
     @classmethod
     def _origins_well_formed(cls, origins: list[str]) -> list[str]:
-        from repo_sandbox.transports.origin import origin_key
-
         for entry in origins:
             if origin_key(entry) is None:
                 raise ValueError(f"not a scheme://host[:port] origin: {entry!r}")

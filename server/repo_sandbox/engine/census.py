@@ -19,12 +19,13 @@ from typing import Final
 
 from repo_sandbox.engine import censusmemo
 from repo_sandbox.engine.request import SearchRequest, SearchStats
-from repo_sandbox.tools._glob import Glob
-from repo_sandbox.tools._results import is_presentable
-from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
-from repo_sandbox.tools._walk import UNREAD_IGNORE_FILE, Run, Walk
+from repo_sandbox.fs.globs import Glob
+from repo_sandbox.fs.textfile import SNIFF_BYTES, looks_binary
+from repo_sandbox.fs.walk import UNREAD_IGNORE_FILE, Run, Walk
+from repo_sandbox.fs.watch import WatchMark
+from repo_sandbox.meter import is_presentable
 from repo_sandbox.tree import facts
-from repo_sandbox.tree.watch import WatchMark
+from repo_sandbox.tree.walk import indexed_snapshot
 from repo_sandbox.workspace import Workspace
 
 TEXT: Final = facts.TEXT
@@ -148,7 +149,7 @@ class Census:
         with self.ws.walk(
             request.path, include_hidden=request.include_hidden, include_ignored=request.include_ignored
         ) as walk:
-            snapshot = walk.indexed_snapshot() if self.mark is not None else None
+            snapshot = indexed_snapshot(walk) if self.mark is not None else None
             key = (walk.start_rel, request.glob, request.include_hidden, request.include_ignored)
             if snapshot is not None and self.mark is not None and self.recall_memo:
                 censusmemo.wait_ahead(self.ws, key, self.stop)

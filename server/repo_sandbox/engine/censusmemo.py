@@ -35,8 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from repo_sandbox.fs.watch import WatchMark
 from repo_sandbox.tree.index import Snapshot
-from repo_sandbox.tree.watch import WatchMark
 from repo_sandbox.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from repo_sandbox.engine.pymatch import (
 )
 from repo_sandbox.engine.pysearch import Deadline, Query
 from repo_sandbox.engine.request import FileHits, SearchCancelled, SearchRequest, SearchStats
-from repo_sandbox.tools._glob import compile_glob
-from repo_sandbox.tools._results import is_presentable
-from repo_sandbox.tools._textfile import SNIFF_BYTES, looks_binary
+from repo_sandbox.fs.globs import compile_glob
+from repo_sandbox.fs.textfile import SNIFF_BYTES, looks_binary
+from repo_sandbox.meter import is_presentable
 from repo_sandbox.workspace import Workspace
 
 SEARCHED: Final = 0

@@ -35,7 +35,7 @@ from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, buil
 from repo_sandbox.engine.ripgrep import Ripgrep
 from repo_sandbox.engine.vouch import Voucher
 from repo_sandbox.errors import IOFailureError
-from repo_sandbox.tools._glob import compile_glob
+from repo_sandbox.fs.globs import compile_glob
 from repo_sandbox.workspace import Workspace
 
 SWITCH_LINES: Final = 2000

@@ -12,7 +12,7 @@ size limit and the hard-link policy, no NUL byte. Its result is then made from t
 A file that cannot be opened that way gives no result, as the Python engine would skip it.
 
 Reading again is skipped where it provably changes nothing: when the tree index watched every directory
-from before the census began (`tree.watch.WatchMark`), each file still has the device and inode the census
+from before the census began (`fs.watch.WatchMark`), each file still has the device and inode the census
 saw once rg has printed it (and a single link, where the policy refuses hard links), and only then no
 directory has seen an entry created, removed, renamed or relinked. A swap still in place shows in the
 identity; one already undone had its event queued before the directory could be changed back (the kernel
@@ -31,8 +31,8 @@ from repo_sandbox.engine.census import Census
 from repo_sandbox.engine.pymatch import BatchMatcher, FileResult
 from repo_sandbox.engine.pytree import read_at_most
 from repo_sandbox.engine.rgprocess import FileOutput
-from repo_sandbox.policy import _beneath
-from repo_sandbox.tree.watch import WatchMark
+from repo_sandbox.fs import beneath
+from repo_sandbox.fs.watch import WatchMark
 from repo_sandbox.workspace import Workspace
 
 _BOM: Final = b"\xef\xbb\xbf"
@@ -45,7 +45,7 @@ def jailed_bytes(ws: Workspace, rel_path: str) -> bytes | None:
     """The file's bytes as the policy walker would read them, or None when it would not read them."""
     jail = ws.jail
     try:
-        fd = _beneath.open_without_links(jail.root_fd, rel_path, openat2=jail.uses_openat2)
+        fd = beneath.open_without_links(jail.root_fd, rel_path, openat2=jail.uses_openat2)
     except OSError:
         return None
     try:

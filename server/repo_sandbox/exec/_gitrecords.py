@@ -18,15 +18,13 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Final
 
+from repo_sandbox.fs.gitrun import ScanError
+
 MAX_FOREIGN_NAMES: Final = 100_000
 """More distinct non-ASCII names than this in git's records are not kept (every non-ASCII path is excluded)."""
 _ENTRIES: Final = {size: re.compile(rb"(?s)([0-7]+ [^\0]*)\0.{%d}" % size) for size in (20, 32)}
 _BATCH: Final = 100_000
 """Tree entries are searched for needles this many at a time (one search per tree costs more)."""
-
-
-class ScanError(Exception):
-    """The repository cannot be read soundly (git failed, something is not a plain file): fail closed."""
 
 
 def component_haystack(paths: Iterable[bytes]) -> bytes:

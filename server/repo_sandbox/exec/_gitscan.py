@@ -2,20 +2,19 @@
 
 What is read (the index's paths, every tree object) goes to a `Findings` (`exec._gitrecords`): which needles
 occur, and which names hold a byte outside ASCII. All git runs here read only, under the hardened environment
-of `exec.gitenv`, and are killed after `GIT_TIMEOUT_S`.
+of `fs.gitenv`, and are killed after `fs.gitrun.GIT_TIMEOUT_S` (every exclusion is then passed).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import threading
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import IO, Final
 
-from repo_sandbox.exec._gitrecords import BatchTrees, Findings, ScanError
+from repo_sandbox.exec._gitrecords import BatchTrees, Findings
+from repo_sandbox.fs.gitrun import CHUNK, GitRun, ScanError
 
 MAX_TREES: Final = 100_000
 """More tree objects than this in one scan (about 2 s here) and every exclusion is passed instead."""
@@ -25,9 +24,6 @@ MAX_INDEX_BYTES: Final = 256 * 1024 * 1024
 """An index listing larger than this is not read (every exclusion passed)."""
 MAX_LOOSE_BYTES: Final = 64 * 1024 * 1024
 """A loose object file larger than this is not read here (every exclusion passed)."""
-GIT_TIMEOUT_S: Final = 30.0
-"""A git run of the scan taking longer than this is killed (every exclusion passed)."""
-CHUNK: Final = 1 << 20
 
 
 def kind(path: str) -> int | None:
@@ -95,47 +91,8 @@ def loose_tree(path: str) -> bytes | None:
         os.close(fd)
 
 
-class GitReader:
-    """Runs read-only git commands for one repository and streams their output."""
-
-    def __init__(self, binary: str, env: Callable[[], dict[str, str]], cwd: str) -> None:
-        self.binary = binary
-        self.env = env
-        self.cwd = cwd
-
-    def run(self, args: list[str], consume: Callable[[bytes], bool], stdin: IO[bytes] | None = None) -> None:
-        """Stream stdout into `consume` (returning False stops git early).
-
-        Raises: ScanError when git cannot start, fails or runs out of time.
-        """
-        try:
-            process = subprocess.Popen(
-                [self.binary, *args], env=self.env(), cwd=self.cwd, stdin=stdin or subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-        except OSError as exc:
-            raise ScanError(f"git {args[0]}: {exc}") from None
-        timer = threading.Timer(GIT_TIMEOUT_S, process.kill)
-        timer.start()
-        stopped = False
-        try:
-            assert process.stdout is not None
-            while chunk := process.stdout.read(CHUNK):
-                if not consume(chunk):
-                    stopped = True
-                    break
-        except BaseException:
-            stopped = True
-            raise
-        finally:
-            if stopped:
-                process.kill()
-            if process.stdout is not None:
-                process.stdout.close()
-            code = process.wait()  # still bounded by the timer
-            timer.cancel()
-        if not stopped and code != 0:
-            raise ScanError(f"git {args[0]} exited with {code}")
+class GitReader(GitRun):
+    """Reads a repository's records (index names, pack ids, tree objects) with read-only git runs."""
 
     def index_names(self, needles: Iterable[bytes]) -> Findings | None:
         """The needles and the non-ASCII names in the index's paths; None when the listing is too large."""

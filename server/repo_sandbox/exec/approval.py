@@ -7,9 +7,9 @@ from collections.abc import Collection
 from typing import Any
 
 from repo_sandbox.audit.log import AuditLog
+from repo_sandbox.calls import APPROVE, Approve
 from repo_sandbox.errors import ApprovalDeniedError, ApprovalRequiredError
 from repo_sandbox.policy.commands import Evaluation
-from repo_sandbox.runtime.approvals import APPROVE, Approve
 
 RULE = "exec.ask"
 

@@ -19,7 +19,7 @@ from typing import Final
 
 from repo_sandbox.errors import SandboxFailedError
 from repo_sandbox.exec.view import EntryKind
-from repo_sandbox.policy import _beneath
+from repo_sandbox.fs import beneath
 
 SANDBOX_ROOT: Final = "/workspace"
 """Where bwrap shows the repository: a neutral path, so nothing a program prints names the host's."""
@@ -75,7 +75,7 @@ def flatten(plan: Sequence[PlanArg]) -> tuple[list[str], tuple[tuple[int, Bind],
 def _openat2_works(root: str) -> bool:
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        return _beneath.probe_openat2(fd)
+        return beneath.probe_openat2(fd)
     finally:
         os.close(fd)
 
@@ -83,7 +83,7 @@ def _openat2_works(root: str) -> bool:
 def _open_bind(root_fd: int, bind: Bind, openat2: bool) -> int | None:
     """The checked source of `bind`, or None when the entry is gone or no longer the kind planned."""
     try:
-        fd = _beneath.open_node_without_links(root_fd, bind.rel, openat2=openat2)
+        fd = beneath.open_node_without_links(root_fd, bind.rel, openat2=openat2)
     except OSError as exc:
         if exc.errno in _GONE:
             return None

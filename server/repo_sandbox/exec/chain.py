@@ -24,11 +24,11 @@ from typing import Final
 
 from repo_sandbox.errors import NotADirError, NotFoundError, SandboxError
 from repo_sandbox.exec.capture import HeadTailBuffer
-from repo_sandbox.exec.parse import ChangeDir, CommandList, Element, Pipeline
 from repo_sandbox.exec.runner import RunResult
+from repo_sandbox.fs.jail import Jail
 from repo_sandbox.policy.commands import Evaluation
 from repo_sandbox.policy.decision import allow, strictest
-from repo_sandbox.policy.paths import Jail
+from repo_sandbox.shell.parse import ChangeDir, CommandList, Element, Pipeline
 
 CD_FIELD: Final = "cd"
 

@@ -18,9 +18,9 @@ import os
 import threading
 from collections.abc import Callable
 
-from repo_sandbox.exec._gitrecords import ScanError
 from repo_sandbox.exec._gitscan import GitReader
 from repo_sandbox.exec.gitobjects import BatchCheckFailed, batch_check, resolved
+from repo_sandbox.fs.gitrun import ScanError
 from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS
 
 MAX_REMEMBERED = 32

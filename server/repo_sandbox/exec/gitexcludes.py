@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from repo_sandbox.exec._gitrecords import foreign_components
-from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitforeign import ForeignNames
 from repo_sandbox.exec.gitnames import Found, GitNames, NeedleSearch, component_haystack
 from repo_sandbox.exec.view import RepoView, ViewCache
+from repo_sandbox.fs.gitenv import GitHardening
 from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS, TRAILING_DOTS_OR_SPACES, GitRule, exclusion_pathspecs
 
 SCAN_WAIT_S: Final = 0.5

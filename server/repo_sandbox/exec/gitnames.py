@@ -36,9 +36,10 @@ import zlib
 from collections.abc import Callable, Iterable
 from typing import Final, NamedTuple
 
-from repo_sandbox.exec._gitrecords import Findings, NeedleSearch, ScanError, component_haystack, union_names
+from repo_sandbox.exec._gitrecords import Findings, NeedleSearch, component_haystack, union_names
 from repo_sandbox.exec._gitscan import MAX_OBJECTS, GitReader, index_key, kind, loose_tree, pack_object_count
-from repo_sandbox.tree.watch import CONTENT_EVENTS, WATCH_MASK, DirWatch
+from repo_sandbox.fs.gitrun import ScanError
+from repo_sandbox.fs.watch import CONTENT_EVENTS, WATCH_MASK, DirWatch
 
 __all__ = ["Found", "GitNames", "NeedleSearch", "component_haystack"]
 

@@ -21,8 +21,8 @@ import stat
 from typing import Final
 
 from repo_sandbox.errors import InvalidArgumentsError, PathDeniedError, PathOutsideRootError, SandboxError
-from repo_sandbox.exec._words import GLOB_CHARS, Segment, Word
-from repo_sandbox.policy.paths import Jail
+from repo_sandbox.fs.jail import Jail
+from repo_sandbox.shell.words import GLOB_CHARS, Segment, Word
 
 MAX_GLOB_MATCHES: Final = 10_000
 """Most paths all the globs of one command may produce."""

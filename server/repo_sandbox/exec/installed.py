@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from repo_sandbox.config.exec_model import DEFAULT_ALLOW, ExecConfig
 from repo_sandbox.exec.sandbox import installed
 from repo_sandbox.policy.builtin_programs import BUILTIN_SPECS
+from repo_sandbox.policy.exec_model import DEFAULT_ALLOW, ExecConfig
 
 
 @cache

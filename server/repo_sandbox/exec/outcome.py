@@ -11,7 +11,7 @@ from repo_sandbox.exec.capture import fit_text
 from repo_sandbox.exec.chain import Step
 from repo_sandbox.exec.runner import RunResult
 from repo_sandbox.exec.sandbox import Backend
-from repo_sandbox.tools._results import OutputMeter
+from repo_sandbox.meter import OutputMeter
 
 DRAIN_LIMIT: Final = 64 * 1024 * 1024
 """Bytes of stdout read before an endless producer is stopped (only head and tail are kept)."""

@@ -29,10 +29,10 @@ from typing import Final
 
 import anyio
 
-from repo_sandbox.exec._redirects import Stream
 from repo_sandbox.exec.capture import HeadTailBuffer
 from repo_sandbox.exec.reaping import TAG_VARIABLE, children_of, session_members, sweep_tagged
 from repo_sandbox.exec.sandbox import StageCommand
+from repo_sandbox.shell.redirects import Stream
 
 __all__ = ["TAG_VARIABLE", "RunResult", "run_pipeline"]
 
@@ -214,7 +214,7 @@ async def run_pipeline(
 ) -> RunResult:
     """Run `stages` as a pipeline; returns when all have exited (or were stopped). Cancellation kills them.
 
-    `streams`: where each stage's stdout and stderr go (`exec._redirects`; "out" and "err" when not given):
+    `streams`: where each stage's stdout and stderr go (`shell.redirects`; "out" and "err" when not given):
     "null" is /dev/null, opened here, so a redirection never names a file to the sandbox.
 
     `tag`: the value of TAG_VARIABLE in the stages' environment; when the pipeline has to be stopped, any

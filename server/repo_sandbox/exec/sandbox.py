@@ -42,11 +42,10 @@ from repo_sandbox.errors import SandboxFailedError
 from repo_sandbox.exec.binds import SANDBOX_HOSTNAME, SANDBOX_ROOT, Bind, PlanArg, flatten, open_binds, to_sandbox
 from repo_sandbox.exec.mounts import GIT_MOUNT, LandlockRule, bwrap_view_args, landlock_view_rules
 from repo_sandbox.exec.view import RepoView
+from repo_sandbox.policy.programs import SYSTEM_PATH
 
 logger = logging.getLogger("repo_sandbox")
 
-SYSTEM_PATH: Final = "/usr/bin:/bin"
-"""The only PATH a sandboxed program gets."""
 ETC_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group")
 """The /etc entries a sandbox shows: the loader cache, the time zone, and the user and group names `ls -l`
 prints (names only; /etc/shadow is never shown). Each bind costs about 0.3 ms, so the list is short."""

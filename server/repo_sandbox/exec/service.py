@@ -1,7 +1,7 @@
 """execute_bash end to end for one workspace: parse, expand, judge, approve, sandbox, run, shape the result.
 
 Approvals (`exec.approval`): a command whose programs include one from `exec.ask` runs only after the
-user's yes through the call's `extras[runtime.approvals.APPROVE]`; without that provider it is refused with
+user's yes through the call's `extras[calls.APPROVE]`; without that provider it is refused with
 `approval_required` (fail closed). Nothing is remembered between calls.
 
 Every error raised once the command has started (`timeout`, `killed`, `sandbox_failed`) carries
@@ -35,26 +35,26 @@ from repo_sandbox.errors import (
     SandboxError,
     SandboxFailedError,
 )
-from repo_sandbox.exec._redirects import Stream
 from repo_sandbox.exec.approval import obtain_approval
 from repo_sandbox.exec.binds import SANDBOX_ROOT
 from repo_sandbox.exec.chain import Judged, Judgement, Place, judge_all, judge_one, merged, name_element, run_list
 from repo_sandbox.exec.gitblame import RenameSources
-from repo_sandbox.exec.gitenv import GitHardening
 from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
 from repo_sandbox.exec.gitobjects import verify_objects
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
 from repo_sandbox.exec.installed import programs as installed_programs
+from repo_sandbox.exec.operands import JailPaths
 from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, stderr_cap, stdout_cap
-from repo_sandbox.exec.parse import CommandList, Pipeline, parse_command
 from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
-from repo_sandbox.exec.sandbox import SYSTEM_PATH, Backend, Limits, SandboxInfo, StageCommand, stage_command
+from repo_sandbox.exec.sandbox import Backend, Limits, SandboxInfo, StageCommand, stage_command
 from repo_sandbox.exec.selection import audit_fallback, sandbox_info, sandbox_report
 from repo_sandbox.exec.view import RepoView, ViewCache
+from repo_sandbox.fs.gitenv import GitHardening
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
-from repo_sandbox.policy.operands import JailPaths
-from repo_sandbox.policy.programs import RenameFollowing
+from repo_sandbox.policy.programs import SYSTEM_PATH, RenameFollowing
+from repo_sandbox.shell.parse import CommandList, Pipeline, parse_command
+from repo_sandbox.shell.redirects import Stream
 from repo_sandbox.workspace import Workspace
 
 REPORTED_LIMITS: Final = frozenset(

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from repo_sandbox.policy.paths import Jail
-from repo_sandbox.tree.watch import DirWatch
+from repo_sandbox.fs.gitenv import is_real_dir
+from repo_sandbox.fs.jail import Jail
+from repo_sandbox.fs.watch import DirWatch
 
 EntryKind = Literal["dir", "file", "symlink"]
 MAX_SCAN_ENTRIES: Final = 2_000_000
@@ -82,14 +82,6 @@ class RepoView:
             )
             self.cache["git-view"] = cached
         return cached
-
-
-def is_real_dir(path: str) -> bool:
-    """A directory that is not a symlink (a symlinked .git could point anywhere)."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 class ViewCache:

@@ -18,7 +18,7 @@ from repo_sandbox.errors import SandboxError
 from repo_sandbox.policy._argv import Refused, table
 from repo_sandbox.policy.builtin_programs import BUILTIN_SPECS
 from repo_sandbox.policy.decision import Decision, Verdict, allow, strictest
-from repo_sandbox.policy.deny import DenyList
+from repo_sandbox.policy.deny import DEFAULT_DENY, DenyList
 from repo_sandbox.policy.find import FindRule
 from repo_sandbox.policy.git import GitRule
 from repo_sandbox.policy.more_programs import more_rules
@@ -26,7 +26,7 @@ from repo_sandbox.policy.operands import LexicalPaths
 from repo_sandbox.policy.programs import PathChecker, ProgramRule, ProgramSpec, StagePlan
 
 if TYPE_CHECKING:
-    from repo_sandbox.config.exec_model import ExecConfig, ProgramRuleConfig
+    from repo_sandbox.policy.exec_model import ExecConfig, ProgramRuleConfig
 
 
 class PolicyExampleError(ValueError):
@@ -146,7 +146,7 @@ class CommandPolicy:
 
     def check_examples(self, deny: DenyList) -> None:
         """Raises: PolicyExampleError naming each active rule whose examples do not hold."""
-        from repo_sandbox.exec.parse import parse_command
+        from repo_sandbox.shell.parse import parse_command
 
         paths = LexicalPaths(deny)
         failures: list[str] = []
@@ -198,8 +198,6 @@ _validated: set[str] = set()
 def _validate_cached(key: str, config: ExecConfig) -> None:
     if key in _validated:
         return
-    from repo_sandbox.config.model import DEFAULT_DENY
-
     builtins = builtin_rules()
     redefined = sorted(set(config.rules) & set(builtins))
     if redefined:

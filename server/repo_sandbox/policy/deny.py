@@ -17,6 +17,35 @@ from typing import Final
 
 from repo_sandbox.policy.gitignore import IgnoreRules
 
+DEFAULT_DENY: Final[tuple[str, ...]] = (
+    ".git/",
+    ".env*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".ssh/",
+    ".gnupg/",
+    ".aws/",
+    ".netrc",
+    ".pgpass",
+    ".pypirc",
+    ".npmrc",
+    ".git-credentials",
+    "credentials.json",
+    "**/.docker/config.json",
+    "*.tfstate",
+    "secrets.y*ml",
+)
+"""Deny globs (gitignore syntax) applied by every tool: git internals, dotenv files, keys, credentials."""
+
 _TRAILING: Final = ". "
 _TRAILING_ENDS: Final = (".", " ")
 

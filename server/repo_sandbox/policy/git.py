@@ -5,7 +5,7 @@
   are never resolved.
 - Options are exact names (git's parse-options accepts abbreviations: `git grep --open-files-in=true`).
 - `--no-ext-diff --no-textconv` are forced where diffs are made; the environment half of the hardening
-  (`GIT_CONFIG_*` overrides neutralising `.git/config`) lives in `exec.gitenv`.
+  (`GIT_CONFIG_*` overrides neutralising `.git/config`) lives in `fs.gitenv`.
 - Every operand is jail-checked: revisions like `HEAD:path` have their path checked against the deny-list,
   anything path-like must stay inside (this also refuses the implicit `--no-index` of `git diff /dev/null F`).
 - Sub-commands that print file names or contents get the deny-list appended as exclude pathspecs, so a denied

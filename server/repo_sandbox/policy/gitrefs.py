@@ -3,7 +3,7 @@
 A protected file's blob stays in the object database after the file is deleted. `git replace <blob> <that
 blob>` makes `HEAD:README.md` read as the protected content; `git notes add -C <that blob> <commit>` prints it
 under every `git log`; the notes ref's commits hold it in a file named after a commit id, which no exclusion
-matches. The environment half (`GIT_NO_REPLACE_OBJECTS`, no grafts) lives in `exec.gitenv`; here:
+matches. The environment half (`GIT_NO_REPLACE_OBJECTS`, no grafts) lives in `fs.gitenv`; here:
 - revisions naming `refs/notes/*` or `refs/replace/*` (any spelling git resolves: `notes/commits`,
   `refs/replace/<id>^{}`, `A..notes/x`, `notes/commits@{1}`) and `@{upstream}`/`@{push}` (the configuration
   of the repository decides which ref they name) are refused;

@@ -2,7 +2,7 @@
 
 Nothing is decoded (`%2e%2e` and a fullwidth dot are literal names) and `..` is collapsed lexically, so
 `a/../b` is `b` even when `a` is a symlink. Containment of what is then opened is the kernel's job
-(`policy._beneath`); this only refuses what can never be a path under the root.
+(`fs.beneath`); this only refuses what can never be a path under the root.
 """
 
 from __future__ import annotations

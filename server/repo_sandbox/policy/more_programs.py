@@ -17,7 +17,7 @@ from functools import cache
 from typing import ClassVar, Final
 
 from repo_sandbox.policy._argv import ParsedArgs, refuse, table
-from repo_sandbox.policy.programs import READS_OUTSIDE, WRITES, PathChecker, ProgramSpec, StagePlan
+from repo_sandbox.policy.programs import READS_OUTSIDE, SYSTEM_PATH, WRITES, PathChecker, ProgramSpec, StagePlan
 
 _CHECKSUM_DENIED: Final = {
     "-c": f"{READS_OUTSIDE} (the files a checksum list names)",
@@ -50,8 +50,6 @@ def _which_check(parsed: ParsedArgs) -> None:
 @cache
 def _which_binary() -> str:
     """Debian's /usr/bin/which is a link through /etc/alternatives, which no sandbox shows: name its target."""
-    from repo_sandbox.exec.sandbox import SYSTEM_PATH
-
     found = shutil.which("which", path=SYSTEM_PATH)
     real = os.path.realpath(found) if found else ""
     return os.path.basename(real) if os.path.dirname(real) in SYSTEM_PATH.split(":") else "which"

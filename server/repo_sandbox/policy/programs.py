@@ -19,6 +19,9 @@ OperandKind = Literal["paths", "strings", "none", "pattern+paths", "any"]
 """paths: each jailed; strings: not paths; pattern+paths: the first is a pattern unless a pattern option
 was given; any: unchecked (operator-defined programs only)."""
 
+SYSTEM_PATH: Final = "/usr/bin:/bin"
+"""The only PATH a sandboxed program gets (`exec.sandbox`); the programs the rules name are found there."""
+
 WRITES: Final = "it writes files"
 EXECS: Final = "it runs other programs"
 READS_OUTSIDE: Final = "it reads a file named in its value, which bypasses the path jail"

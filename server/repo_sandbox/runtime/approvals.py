@@ -11,15 +11,10 @@ remembered, and in the 2026-07-28 era the answer is bound to the exact call and 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
-from repo_sandbox.runtime.elicitation import Elicit
-
-APPROVE: Final = "approve"
-"""Key in `CallContext.extras` of the `Approve` function."""
-
-Approve = Callable[[str, Mapping[str, Any]], Awaitable[bool]]
+from repo_sandbox.calls import Approve, Elicit
 
 APPROVAL_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",

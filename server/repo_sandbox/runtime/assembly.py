@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from repo_sandbox.audit.stage import AuditStage, OutputMaskingStage
+from repo_sandbox.runtime.audit_stage import AuditStage, OutputMaskingStage
 from repo_sandbox.runtime.budget import BudgetStage
 from repo_sandbox.runtime.clock import Clock, SystemClock
 from repo_sandbox.runtime.elicitation import NonceLedger

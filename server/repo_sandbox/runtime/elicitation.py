@@ -24,8 +24,7 @@ import json
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import anyio
@@ -35,12 +34,11 @@ from mcp.types import ElicitRequest, ElicitRequestFormParams, ElicitResult, Inpu
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
+from repo_sandbox.calls import Elicit, ElicitAction, ElicitAnswer
 from repo_sandbox.runtime.clock import Clock
 
 logger = logging.getLogger("repo_sandbox")
 
-ELICIT: Final = "elicit"
-"""Key in `CallContext.extras` of the `Elicit` function, present only when the client can elicit."""
 
 ELICIT_TIMEOUT_S: Final = 600.0
 """How long a live (handshake-era) question waits for the user before it counts as cancelled."""
@@ -50,18 +48,6 @@ STATE_TTL_S: Final = 600.0
 
 INPUT_REQUIRED_VERSION: Final = "2026-07-28"
 _STATE_VERSION: Final = 1
-
-ElicitAction = Literal["accept", "decline", "cancel"]
-
-
-@dataclass(frozen=True, slots=True)
-class ElicitAnswer:
-    action: ElicitAction
-    content: dict[str, Any] | None = None
-
-
-Elicit = Callable[[str, dict[str, Any]], Awaitable[ElicitAnswer]]
-"""`await elicit(message, requested_schema)`: ask the user to fill a flat form; their answer."""
 
 
 class InputRequired(BaseException):  # a control-flow signal, like cancellation, not an error

@@ -25,29 +25,12 @@ import anyio
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
+from repo_sandbox.calls import ELICIT, CallContext
 from repo_sandbox.errors import InternalError, InvalidArgumentsError, SandboxError
 from repo_sandbox.tools.registry import TOOLS_BY_NAME, ToolSpec
 from repo_sandbox.workspace import Workspace
 
 logger = logging.getLogger("repo_sandbox")
-
-
-ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
-"""`await report(progress, total, message)`: a progress notification to the caller (no-op if not asked)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """Who is calling: what the transport knows about the caller of one tool call."""
-
-    session_id: str = "local"
-    """Stable id of the client session (one per connection); state such as budgets is kept per session."""
-    request_id: str | None = None
-    """The JSON-RPC request id, when there is one."""
-    report_progress: ProgressReporter | None = None
-    """Sends progress notifications for this call, when the transport can."""
-    extras: dict[str, Any] = field(default_factory=dict[str, Any])
-    """Transport-specific capabilities (e.g. an elicitation function) that stages and async tools may use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +133,6 @@ def resolve_spec(tool: str, context: CallContext, workspace: Workspace) -> ToolS
     """Raises: InvalidArgumentsError for an unknown tool, naming the tools this caller is offered."""
     spec = TOOLS_BY_NAME.get(tool)
     if spec is None:
-        from repo_sandbox.runtime.elicitation import ELICIT  # loads the MCP types; only for this mistake
-
         can_elicit = ELICIT in context.extras
         offered = sorted(
             name for name, s in TOOLS_BY_NAME.items() if s.offered(workspace.settings, can_elicit=can_elicit)

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from repo_sandbox.calls import ELICIT, Elicit
 from repo_sandbox.errors import ApprovalRequiredError
-from repo_sandbox.runtime.elicitation import ELICIT, Elicit
 from repo_sandbox.tools._results import ResultModel
 from repo_sandbox.workspace import Workspace
 
 if TYPE_CHECKING:
-    from repo_sandbox.runtime.pipeline import CallContext
+    from repo_sandbox.calls import CallContext
 
 DESCRIPTION = """Ask the user 1-3 short questions and wait for the answers, when you cannot go on without them.
 

@@ -10,11 +10,12 @@ from typing import Annotated, Final
 from pydantic import Field
 
 from repo_sandbox.audit.masking import mask_text
+from repo_sandbox.fs.globs import compile_glob
+from repo_sandbox.fs.textfile import CHUNK_BYTES, SNIFF_BYTES, looks_binary
+from repo_sandbox.fs.walk import FileEntry, Walk
+from repo_sandbox.meter import OutputMeter, is_presentable
 from repo_sandbox.tools._args import ToolArgs
-from repo_sandbox.tools._glob import compile_glob
-from repo_sandbox.tools._results import OutputMeter, ResultModel, is_presentable
-from repo_sandbox.tools._textfile import CHUNK_BYTES, SNIFF_BYTES, looks_binary
-from repo_sandbox.tools._walk import FileEntry, Walk
+from repo_sandbox.tools._results import ResultModel
 from repo_sandbox.tree import facts
 from repo_sandbox.workspace import Workspace
 

@@ -10,10 +10,8 @@ import anyio
 from pydantic import Field
 
 from repo_sandbox.errors import BinaryFileError, InvalidArgumentsError
-from repo_sandbox.policy.paths import OpenedFile
-from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
-from repo_sandbox.tools._results import OutputMeter, Paged
-from repo_sandbox.tools._textfile import (
+from repo_sandbox.fs.jail import OpenedFile
+from repo_sandbox.fs.textfile import (
     SNIFF_BYTES,
     UTF8_BOM,
     WHOLE_FILE_BYTES,
@@ -29,6 +27,9 @@ from repo_sandbox.tools._textfile import (
     read_whole,
     seek_line,
 )
+from repo_sandbox.meter import OutputMeter
+from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
+from repo_sandbox.tools._results import Paged
 from repo_sandbox.workspace import Workspace
 
 DESCRIPTION = """Read a text file by line range, numbered like `cat -n`.

@@ -8,10 +8,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from repo_sandbox.fs.globs import Glob, compile_glob
+from repo_sandbox.meter import OutputMeter, is_presentable
 from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
-from repo_sandbox.tools._glob import Glob, compile_glob
-from repo_sandbox.tools._results import OutputMeter, Paged, is_presentable, page_offsets
-from repo_sandbox.tree.walk import file_runs
+from repo_sandbox.tools._results import Paged, page_offsets
+from repo_sandbox.tree.walk import file_runs, indexed_snapshot
 from repo_sandbox.workspace import Workspace
 
 DESCRIPTION = """Find files by glob; prints one path per line, relative to the repository root.
@@ -97,7 +98,7 @@ def search_files(ws: Workspace, args: SearchFilesArgs) -> SearchFilesResult:
     limit = min(args.limit, ws.limits.max_results)
     found: list[str] = []
     with ws.walk(args.path, include_hidden=args.include_hidden, include_ignored=args.include_ignored) as walk:
-        snapshot = walk.indexed_snapshot() if args.sort == "path" else None
+        snapshot = indexed_snapshot(walk) if args.sort == "path" else None
         if snapshot is not None:  # one listing answers every page of one search (linear paging) and repeats
             key = ("search_files", walk.start_rel, glob.pattern)
             remembered: list[str] | None = snapshot.derived.get(key)

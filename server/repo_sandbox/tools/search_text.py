@@ -13,13 +13,14 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from repo_sandbox.engine.request import LineHit, Progress, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.select import iter_file_hits
 from repo_sandbox.errors import FileTooLargeError, SandboxError
+from repo_sandbox.fs.textfile import cut_text
+from repo_sandbox.meter import OutputMeter
 from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
-from repo_sandbox.tools._results import OutputMeter, Paged, ResultModel, page_offsets
-from repo_sandbox.tools._textfile import cut_text
+from repo_sandbox.tools._results import Paged, ResultModel, page_offsets
 from repo_sandbox.workspace import Workspace
 
 if TYPE_CHECKING:
-    from repo_sandbox.runtime.pipeline import CallContext
+    from repo_sandbox.calls import CallContext
 
 DESCRIPTION = """Search file contents with a regex (Rust/ripgrep syntax: no look-around or backreferences)
 or, with fixed_strings, literal text. Prints like `rg -n --heading`: a path line, then `line:text` per

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
-from repo_sandbox.policy.paths import Jail
-from repo_sandbox.tools._walk import IgnoreStack, WalkOptions, list_directory
+from repo_sandbox.fs.jail import Jail
+from repo_sandbox.fs.walk import IgnoreStack, WalkOptions, list_directory
 from repo_sandbox.tree.node import Node
 
 DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Final
 
-from repo_sandbox.tree import watch
+from repo_sandbox.fs import watch
 
 TEXT: Final = 0
 BINARY: Final = 1

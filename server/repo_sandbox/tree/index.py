@@ -10,7 +10,7 @@ rules keep of them) changes only when
   `RACY_NS` when it was listed is listed again every time (a change in the same clock tick leaves them be);
 - an ignore file's content changes (no directory event): every ignore file's stat identity is compared on
   every call, and a young one is read again every time; at the root, so are `.git/info/exclude` and
-  `.git/index` (`tools._gitrepo`), and the root's rules read differently when the tracked paths changed;
+  `.git/index` (`fs.gitrepo`), and the root's rules read differently when the tracked paths changed;
 - the walk's own rules change: they are the workspace's settings, fixed for its life.
 Every call first drains the events (or compares the stamps) and lists again exactly the directories that
 changed, top down; a re-listed directory whose ignore rules read differently has its whole subtree listed
@@ -28,11 +28,11 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal
 
-from repo_sandbox.policy.paths import Jail
-from repo_sandbox.tools._walk import IgnoreStack, WalkOptions, stamp_at
+from repo_sandbox.fs.jail import Jail
+from repo_sandbox.fs.walk import IgnoreStack, WalkOptions, stamp_at
+from repo_sandbox.fs.watch import Subscription, WatchHub, WatchMark
 from repo_sandbox.tree.build import DIR_FLAGS, Builder, TooLarge
 from repo_sandbox.tree.node import Node
-from repo_sandbox.tree.watch import Subscription, WatchHub, WatchMark
 
 TreeIndexMode = Literal["watch", "stat", "off"]
 ROOT_IGNORES: Final = IgnoreStack()

@@ -8,10 +8,10 @@ import os
 import threading
 from typing import Any, Final
 
-from repo_sandbox.policy.paths import Jail
-from repo_sandbox.tools._walk import WalkOptions
+from repo_sandbox.fs.jail import Jail
+from repo_sandbox.fs.walk import WalkOptions
+from repo_sandbox.fs.watch import WatchHub, WatchMark
 from repo_sandbox.tree.index import Snapshot, TreeIndex, TreeIndexMode
-from repo_sandbox.tree.watch import WatchHub, WatchMark
 
 _REMOTE_FILESYSTEMS: Final = frozenset(
     {0x6969, 0x517B, 0xFE534D42, 0xFF534D42, 0x01021997, 0x65735546, 0x00C36400, 0x5346414F, 0x73757245, 0x0BD00BD0}

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from repo_sandbox.tools._walk import IgnoreStack, IgnoreStamp, Kept, Listing
+from repo_sandbox.fs.walk import IgnoreStack, IgnoreStamp, Kept, Listing
+from repo_sandbox.fs.watch import RACY_NS
 from repo_sandbox.tree import facts as file_facts
-from repo_sandbox.tree.watch import RACY_NS
 
 
 @dataclass(slots=True, eq=False)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from repo_sandbox.policy.paths import Jail
-from repo_sandbox.tools._walk import Frame, IgnoreStack, Walk, WalkOptions
+from repo_sandbox.fs.jail import Jail
+from repo_sandbox.fs.walk import Frame, IgnoreStack, Walk, WalkOptions
 from repo_sandbox.tree.index import Snapshot
 
 
@@ -84,3 +84,10 @@ def file_runs(snapshot: Snapshot, start_rel: str) -> Iterator[tuple[str, str, li
             child = snapshot.nodes.get(node.child_rel(subdir))
             if child is not None:
                 stack.append((child, child.runs(), f"{walk_prefix}{subdir}/"))
+
+
+def indexed_snapshot(walk: Walk) -> Snapshot | None:
+    """A tree index snapshot that lists this walk's files exactly (`file_runs(snapshot, walk.start_rel)`),
+    without opening anything; then `walk.truncated` is set (the ignore flags are not). Else None: a live walk
+    (`fs.walk.Walk`) has none."""
+    return walk.indexed_snapshot() if isinstance(walk, IndexedWalk) else None

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 
 from repo_sandbox.app import build_server
-from repo_sandbox.config.exec_model import DEFAULT_ALLOW
+from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.testing import Mode
 from repo_sandbox.workspace import Workspace
 

@@ -13,9 +13,8 @@ from mcp.types import CallToolResult, ElicitRequestFormParams, ElicitResult, Inp
 from pydantic import BaseModel, ConfigDict, Field
 
 from repo_sandbox import handlers
+from repo_sandbox.calls import APPROVE, Approve, CallContext
 from repo_sandbox.errors import ApprovalDeniedError, ApprovalRequiredError
-from repo_sandbox.runtime.approvals import APPROVE, Approve
-from repo_sandbox.runtime.pipeline import CallContext
 from repo_sandbox.testing import Mode, ScriptedUser, ServerFactory, open_session
 from repo_sandbox.tools._results import ResultModel
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec

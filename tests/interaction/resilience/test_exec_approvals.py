@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import CallToolResult, ElicitResult, InputRequiredResult
 
-from repo_sandbox.config.exec_model import DEFAULT_ALLOW
+from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.testing import Mode, ScriptedUser, ServerFactory, open_session
 
 pytestmark = pytest.mark.anyio

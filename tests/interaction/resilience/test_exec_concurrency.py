@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.config.exec_model import DEFAULT_ALLOW
+from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.testing import Mode, ServerFactory, open_session
 
 pytestmark = pytest.mark.anyio

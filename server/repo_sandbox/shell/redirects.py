@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING, Final, Literal
 
 from repo_sandbox.errors import CommandNotAllowedError, SandboxError
-from repo_sandbox.exec._words import decode_word
+from repo_sandbox.shell.words import decode_word
 
 if TYPE_CHECKING:
     from collections.abc import Callable

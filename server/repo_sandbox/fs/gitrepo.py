@@ -7,9 +7,9 @@ two), but never a file in the index: `git ls-files --cached --others --exclude-s
   worktree or submodule checkout gets neither), outside a repository nothing changes;
 - `info/exclude` is read like any ignore file (no symlink, size-capped); `.git/` is deny-listed for the tools,
   but these rules only decide which of the visible files are listed, as in git;
-- the index is read by `git ls-files -z`, run on the host under the hardened environment `exec.gitenv` builds
+- the index is read by `git ls-files -z`, run on the host under the hardened environment `fs.gitenv` builds
   for every git run (no hooks, no fsmonitor, no system or global config, GIT_DIR/GIT_WORK_TREE pinned), only
-  when `.git/index` is a plain file, and at most `MAX_LISTING_BYTES` of output within `exec._gitscan`'s time
+  when `.git/index` is a plain file, and at most `MAX_LISTING_BYTES` of output within `fs.gitrun`'s time
   limit; anything unexpected yields no tracked files (the ignore rules then hide what they match, as before).
   The listing is cached by the index file's identity (device, inode, size, times).
 A tracked path only keeps a file the walker found that the deny-list and the hidden-name rule already let
@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Final
 
-from repo_sandbox.policy._beneath import open_without_links
+from repo_sandbox.fs.beneath import open_without_links
 from repo_sandbox.policy.gitignore import IgnoreRules
 
 MAX_LISTING_BYTES: Final = 64 * 1024 * 1024
@@ -92,9 +92,8 @@ def _read_exclude(root_fd: int) -> str | None:
 def _list_index(root: str) -> Tracked | None:
     """The index's paths by `git ls-files -z` under the hardened environment; None when git cannot tell."""
     from repo_sandbox.errors import SandboxError
-    from repo_sandbox.exec._gitrecords import ScanError
-    from repo_sandbox.exec._gitscan import GitReader
-    from repo_sandbox.exec.gitenv import GitHardening
+    from repo_sandbox.fs.gitenv import GitHardening
+    from repo_sandbox.fs.gitrun import GitRun, ScanError
 
     binary = shutil.which("git", path=GIT_PATH)
     if binary is None:
@@ -107,7 +106,7 @@ def _list_index(root: str) -> Tracked | None:
         return len(listing) <= MAX_LISTING_BYTES
 
     try:
-        GitReader(binary, hardening.host_env, root).run(["ls-files", "-z", "--cached"], collect)
+        GitRun(binary, hardening.host_env, root).run(["ls-files", "-z", "--cached"], collect)
     except (ScanError, SandboxError, OSError):
         return None
     if len(listing) > MAX_LISTING_BYTES:

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from repo_sandbox.config.model import DEFAULT_DENY
 from repo_sandbox.errors import NotFoundError, PathDeniedError, PathOutsideRootError, SandboxError, SpecialFileError
-from repo_sandbox.policy import _beneath
-from repo_sandbox.policy.deny import DenyList
-from repo_sandbox.policy.paths import Jail
+from repo_sandbox.fs import beneath
+from repo_sandbox.fs.jail import Jail
+from repo_sandbox.policy.deny import DEFAULT_DENY, DenyList
 
 MODES = ["openat2", "walk", "walk-noproc"]
 
@@ -123,7 +122,7 @@ def test_hard_links_are_refused_unless_the_operator_allows_them(tree: Path, mode
 def resolve_path_fd(jail: Jail, rel: str) -> int:
     root_fd = os.open(jail.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        return _beneath.walk_beneath(root_fd, rel)[0]
+        return beneath.walk_beneath(root_fd, rel)[0]
     finally:
         os.close(root_fd)
 

@@ -4,7 +4,7 @@ Walks with directory file descriptors (`scandir(fd)` and `openat(O_NOFOLLOW)`), 
 a symlink mid-walk cannot lead outside the root. Symlinks are never followed. Applies, in this order: the
 deny-list, hidden-file filtering and .gitignore/.ignore rules (nested files included, deeper files winning,
 `.ignore` over `.gitignore` in one directory, `.git/info/exclude` below them all) except that, in a git
-repository, a file in the index is never ignored (`tools._gitrepo`). Depth and entry counts are capped;
+repository, a file in the index is never ignored (`fs.gitrepo`). Depth and entry counts are capped;
 hitting a cap marks the walk truncated.
 """
 
@@ -16,15 +16,11 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from repo_sandbox.errors import SandboxError
+from repo_sandbox.fs.gitrepo import Tracked, repo_rules
+from repo_sandbox.fs.jail import Jail
 from repo_sandbox.policy.gitignore import IgnoreRules
-from repo_sandbox.policy.paths import Jail
-from repo_sandbox.tools._gitrepo import Tracked, repo_rules
-
-if TYPE_CHECKING:
-    from repo_sandbox.tree.index import Snapshot
 
 IGNORE_FILES = (".gitignore", ".ignore")
 """Per-directory ignore files, lowest precedence first."""
@@ -399,11 +395,6 @@ class Walk:
             os.close(fd)
             return None
         return fd, info
-
-    def indexed_snapshot(self) -> Snapshot | None:
-        """A tree index snapshot that lists this walk's files exactly (`tree.walk.file_runs(snapshot,
-        start_rel)`), without opening anything; then `truncated` is set (the ignore flags are not). Else None."""
-        return None
 
     def _listing(self, fd: int, rel: str, ignores: IgnoreStack) -> Listing:
         """The directory's listing, counted against the entry cap (the walk ends when it is reached)."""

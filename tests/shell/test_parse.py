@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from repo_sandbox.errors import CommandNotAllowedError, CommandParseError, SandboxError
-from repo_sandbox.exec.parse import ChangeDir, Pipeline, parse_command
+from repo_sandbox.shell.parse import ChangeDir, Pipeline, parse_command
 
 
 def argv(command: str) -> list[list[str]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from repo_sandbox.tools._walk import Walk
+from repo_sandbox.fs.walk import Walk
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 

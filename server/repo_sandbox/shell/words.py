@@ -1,6 +1,6 @@
 """Quote removal for one bash word, as bash does it, refusing every expansion except pathname globbing.
 
-The tree-sitter parse (`exec.parse`) decides the command's structure; this module decodes the source text of
+The tree-sitter parse (`shell.parse`) decides the command's structure; this module decodes the source text of
 each word it accepted: unquoted text with backslash escapes, '...' , "..." (where only `\\$`, `` \\` ``,
 `\\"`, `\\\\` and `\\newline` are escapes), and $'...' (ANSI-C escapes). The result keeps, per character run,
 whether it was quoted, because only unquoted `*`, `?` and `[` glob. Whatever could expand (parameters,

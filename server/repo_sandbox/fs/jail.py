@@ -33,7 +33,7 @@ from repo_sandbox.errors import (
     SandboxError,
     SpecialFileError,
 )
-from repo_sandbox.policy import _beneath
+from repo_sandbox.fs import beneath
 from repo_sandbox.policy.deny import DenyList
 from repo_sandbox.policy.lexical import MAX_COMPONENT_BYTES, MAX_PATH_BYTES, lexical_path
 
@@ -72,9 +72,9 @@ class Jail:
         self.deny = deny
         self.allow_hard_links = allow_hard_links
         self._root_fd = os.open(self.root, _DIR_FLAGS)
-        self.uses_openat2 = _beneath.probe_openat2(self._root_fd)
+        self.uses_openat2 = beneath.probe_openat2(self._root_fd)
         """Resolve with openat2 (else: the O_NOFOLLOW walk). Tests may switch it off to cover the walk."""
-        self._root_proc_path = _beneath.fd_path(self._root_fd)
+        self._root_proc_path = beneath.fd_path(self._root_fd)
         self.uses_proc = self._proc_works()
         """Cross-check real paths and reopen inodes through /proc/self/fd. Tests may switch it off."""
 
@@ -93,7 +93,7 @@ class Jail:
         if self._root_proc_path is None:
             return False
         try:
-            fd = _beneath.reopen_via_proc(self._root_fd, _DIR_FLAGS)
+            fd = beneath.reopen_via_proc(self._root_fd, _DIR_FLAGS)
         except OSError:
             return False
         try:
@@ -124,14 +124,12 @@ class Jail:
         """An O_PATH fd beneath the root and its real path. Raises: OSError."""
         if self.uses_openat2:
             try:
-                return _beneath.openat2_beneath(
-                    self._root_fd, rel_path, _beneath.PATH_FLAGS, no_symlinks=True
-                ), rel_path
+                return beneath.openat2_beneath(self._root_fd, rel_path, beneath.PATH_FLAGS, no_symlinks=True), rel_path
             except OSError as exc:
                 if exc.errno != errno.ELOOP:
                     raise
             # A symlink on the way: resolve by hand, which also tells us where it really leads.
-        return _beneath.walk_beneath(self._root_fd, rel_path)
+        return beneath.walk_beneath(self._root_fd, rel_path)
 
     def _resolve(self, user_path: str, field: str) -> _Resolved:
         rel_path = self.normalize(user_path, field=field)
@@ -156,7 +154,7 @@ class Jail:
         """
         if not self.uses_proc:
             return real
-        kernel = _beneath.fd_path(fd)
+        kernel = beneath.fd_path(fd)
         root = self._root_proc_path
         if kernel is None or root is None:
             raise IOFailureError(f"Could not verify where '{user_path}' leads; try again.", path=user_path)
@@ -164,7 +162,7 @@ class Jail:
             return real
         if kernel.endswith(_DELETED_SUFFIX):
             raise NotFoundError(f"'{user_path}' was deleted while it was being opened.", path=user_path)
-        self._root_proc_path = root = _beneath.fd_path(self._root_fd) or root  # the root may have moved
+        self._root_proc_path = root = beneath.fd_path(self._root_fd) or root  # the root may have moved
         kernel_rel = _relative_to(kernel, root)
         if kernel_rel is None:
             raise PathOutsideRootError(f"'{user_path}' resolves outside the repository root.", path=user_path)
@@ -176,7 +174,7 @@ class Jail:
         """Open the resolved inode for reading; refuse if it is no longer the inode that was checked."""
         try:
             if self.uses_proc:
-                fd = _beneath.reopen_via_proc(resolved.fd, flags)
+                fd = beneath.reopen_via_proc(resolved.fd, flags)
             else:
                 fd = self._open_real_path(resolved.rel_path, flags)
         except OSError as exc:
@@ -199,9 +197,9 @@ class Jail:
     def _open_real_path(self, real: str, flags: int) -> int:
         """Without /proc: open the (symlink-free) real path again, not following a link at its end."""
         if self.uses_openat2:
-            return _beneath.openat2_beneath(self._root_fd, real, flags, no_symlinks=True)
+            return beneath.openat2_beneath(self._root_fd, real, flags, no_symlinks=True)
         parent, _, name = real.rpartition("/")
-        parent_fd, _ = _beneath.walk_beneath(self._root_fd, parent or ".")
+        parent_fd, _ = beneath.walk_beneath(self._root_fd, parent or ".")
         try:
             return os.open(name, flags | os.O_NOFOLLOW, dir_fd=parent_fd)
         finally:

@@ -19,12 +19,12 @@ the repository, or anywhere outside it) is refused (`check_repository`): git wou
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import threading
 from typing import Final
 
 from repo_sandbox.errors import ArgumentNotAllowedError, SandboxFailedError
-from repo_sandbox.exec.view import is_real_dir
 
 OVERRIDES: Final[tuple[tuple[str, str], ...]] = (
     ("core.fsmonitor", "false"),
@@ -130,6 +130,14 @@ def _borrows_from_inside(objects: str, root: str, depth: int = 0) -> bool:
         if os.path.commonpath([store, root]) == root or _borrows_from_inside(store, root, depth + 1):
             return True
     return False
+
+
+def is_real_dir(path: str) -> bool:
+    """A directory that is not a symlink (a symlinked .git could point anywhere)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 class GitHardening:

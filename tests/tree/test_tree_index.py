@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from repo_sandbox.tools import _walk
+from repo_sandbox.fs import walk as fs_walk
+from repo_sandbox.fs.walk import Walk
+from repo_sandbox.fs.watch import Subscription, WatchHub
 from repo_sandbox.tools import search_files as search_files_module
-from repo_sandbox.tools._walk import Walk
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
 from repo_sandbox.tree import build, node
 from repo_sandbox.tree import indexes as indexes_module
 from repo_sandbox.tree.index import TreeIndex
-from repo_sandbox.tree.walk import IndexedWalk, file_runs
-from repo_sandbox.tree.watch import Subscription, WatchHub
+from repo_sandbox.tree.walk import IndexedWalk, file_runs, indexed_snapshot
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
@@ -33,7 +33,7 @@ Outcome = tuple[list[tuple[str, str]], bool, bool, bool, list[str]]
 def listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The directories the index lists (re-listings included), in order."""
     listed: list[str] = []
-    original = _walk.list_directory
+    original = fs_walk.list_directory
 
     def counting(jail: Any, fd: int, rel: str, *args: Any, **kwargs: Any) -> Any:
         listed.append(rel)
@@ -67,7 +67,7 @@ def live_outcome(ws: Workspace, path: str = ".", *, hidden: bool = False, ignore
 
 def runs_of(ws: Workspace, path: str = ".") -> list[str] | None:
     with ws.walk(path, include_hidden=False, include_ignored=False) as walk:
-        snapshot = walk.indexed_snapshot()
+        snapshot = indexed_snapshot(walk)
         if snapshot is None:
             return None
         return [prefix + name for prefix, _, names in file_runs(snapshot, walk.start_rel) for name in names]

@@ -2,7 +2,7 @@
 
 Accepted: a list of pipelines joined by `&&`, `||` and `;` (a trailing `;` too), each a simple command or a
 `|` / `|&` pipeline of simple commands, whose words are plain, quoted ('...', "...", $'...') or escaped text,
-possibly with unquoted glob characters; the harmless redirections of `exec._redirects`; and `cd DIR` as an
+possibly with unquoted glob characters; the harmless redirections of `shell.redirects`; and `cd DIR` as an
 element of its own. Everything else is refused with a graded error naming the construct:
 - composition (`&`, newlines, `( )`, `{ }`, `!`, control flow, functions, comments)
   -> `command_parse_error`;
@@ -12,7 +12,7 @@ element of its own. Everything else is refused with a graded error naming the co
 tree-sitter-bash decides the structure (an allow-list of node types). Its tree nests redirections loosely
 (`a && b | c 2>/dev/null` comes out as a redirected list), so the tree is flattened into its tokens in source
 order and a redirection belongs to the simple command it follows, as in bash. The words of each accepted
-command are then split and unquoted by `exec._words`, which refuses expansions a second time. Nothing here
+command are then split and unquoted by `shell.words`, which refuses expansions a second time. Nothing here
 ever reaches a shell: the argv built from this parse is exactly what runs.
 """
 
@@ -25,8 +25,8 @@ from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Final
 
 from repo_sandbox.errors import CommandNotAllowedError, CommandParseError, SandboxError
-from repo_sandbox.exec._redirects import Stream, apply_redirect
-from repo_sandbox.exec._words import Word, decode_word, split_words
+from repo_sandbox.shell.redirects import Stream, apply_redirect
+from repo_sandbox.shell.words import Word, decode_word, split_words
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -87,7 +87,7 @@ _HINTS: Final = {
 @dataclass(frozen=True, slots=True)
 class SimpleCommand:
     """One stage: the program name and its words (quote-removed, not yet glob-expanded), and where its
-    stdout and stderr go once its redirections are applied (`exec._redirects`)."""
+    stdout and stderr go once its redirections are applied (`shell.redirects`)."""
 
     program: str
     args: tuple[Word, ...]

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from repo_sandbox.errors import InvalidGlobError
-from repo_sandbox.tools._glob import compile_glob
+from repo_sandbox.fs.globs import compile_glob
 
 
 @pytest.mark.parametrize(

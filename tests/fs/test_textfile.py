@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from repo_sandbox.tools._textfile import (
+from repo_sandbox.fs.textfile import (
     CHUNK_BYTES,
     RawLine,
     count_lines_fd,
