@@ -17,12 +17,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.audit.events import build_processors, render_json
 from repo_sandbox.audit.masking import mask_text
 from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallContext
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 

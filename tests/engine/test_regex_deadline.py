@@ -20,7 +20,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 

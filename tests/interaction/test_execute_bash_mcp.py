@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from exec_support import auto_os_layer, git, write
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

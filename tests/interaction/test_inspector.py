@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from e2e_tree import build_tree
 
-from repo_sandbox.render import result_text
+from repo_sandbox.wiring.render import result_text
 
 pytestmark = pytest.mark.inspector
 

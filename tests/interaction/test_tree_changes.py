@@ -18,10 +18,10 @@ import pytest
 from e2e_tree import call_ok, write
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.tree import facts
 from repo_sandbox.tree.watch import WatchHub
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

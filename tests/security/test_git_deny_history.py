@@ -20,10 +20,10 @@ import pytest
 from mcp import Client
 
 from exec_support import git, os_backends, write
-from repo_sandbox.app import build_server
 from repo_sandbox.exec import runner
 from repo_sandbox.exec import service as service_module
 from repo_sandbox.exec.service import exec_service
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

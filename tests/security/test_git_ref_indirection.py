@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 
 from exec_support import git, os_backends, write
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT, git_out
 

@@ -16,9 +16,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.config.exec_model import DEFAULT_ALLOW
 from repo_sandbox.testing import Mode
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
