@@ -28,7 +28,7 @@ from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.wiring.identity import STATUS_URI
 from repo_sandbox.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 

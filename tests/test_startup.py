@@ -9,6 +9,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e
+
 LOADED_BEFORE_THE_FIRST_CALL = textwrap.dedent(
     """
     import json, sys
@@ -39,6 +43,7 @@ ON_FIRST_USE = [
     "repo_sandbox.wiring.resources",
     "tree_sitter",
     "tomllib",
+    "uvicorn.protocols.http.h11_impl",  # the HTTP transport only (wiring.sdk_adapter.guarded_protocol)
 ]
 
 

@@ -15,6 +15,8 @@ from fake_openai import ScriptedChatServer, answer, error, tool_calls
 from repo_sandbox.bridge.openai import openai_tools
 from repo_sandbox.wiring.identity import INSTRUCTIONS
 
+pytestmark = pytest.mark.e2e
+
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 TIMEOUT_S = 60
 CLI_KEY = "sk-cli-test-key-9f8e7d6c5b4a"

@@ -118,6 +118,7 @@ async def test_timeout_error_says_when_its_partial_output_was_cut(client: Client
     assert details["stderr"].startswith("cat: missing-00-") and "omitted by repo-sandbox" in details["stderr"]
 
 
+@pytest.mark.e2e
 def test_cli_call_runs_execute_bash(project: Path) -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "repo_sandbox", "call", "--root", str(project), "execute_bash",

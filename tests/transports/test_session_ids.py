@@ -10,7 +10,7 @@ from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline, Handler, To
 from repo_sandbox.wiring import assembly, handlers
 from repo_sandbox.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 class RecordSessions:
