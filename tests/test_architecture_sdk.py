@@ -10,11 +10,16 @@ import importlib.util
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from mcp import Client
 from mcp.server import MCPServer
+from mcp.server.connection import Connection
+from mcp.shared.direct_dispatcher import DIRECT_TRANSPORT_KIND
+from mcp.shared.transport_context import TransportContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline, Handler, ToolCall
 from repo_sandbox.wiring import handlers, sdk_adapter
@@ -201,6 +206,16 @@ def test_a_session_whose_connection_cannot_be_found_gets_no_key_rather_than_a_sh
     ids = SessionIds()
     with pytest.raises(SdkAssumptionError, match=r"_connection"):
         ids.id_for(object())
+
+
+@pytest.mark.anyio
+async def test_a_direct_request_whose_channel_wrapper_changed_gets_no_key() -> None:
+    """2026-07-28 in-process requests each get a `Connection`: without the wrapped direct transport the adapter
+    could only give every call a key of its own, so it refuses instead."""
+    connection = Connection(object(), protocol_version=MODERN_PROTOCOL_VERSIONS[0])  # pyright: ignore[reportArgumentType]
+    channel = SimpleNamespace(transport=TransportContext(kind=DIRECT_TRANSPORT_KIND, can_send_request=False))
+    with pytest.raises(SdkAssumptionError, match=r"_inner"):
+        SessionIds().id_for(SimpleNamespace(_connection=connection, _request_outbound=channel))
 
 
 class RecordSessions:
