@@ -19,6 +19,8 @@ from repo_sandbox.config.model import AuditConfig, Settings
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
+pytestmark = pytest.mark.slow
+
 SettingsFactory = Callable[..., Settings]
 
 SESSIONS = 20

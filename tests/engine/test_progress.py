@@ -13,7 +13,7 @@ from repo_sandbox.tools import search_text
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("engine", ["ripgrep", "python"])

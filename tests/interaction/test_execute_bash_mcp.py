@@ -90,6 +90,7 @@ async def test_refusals_are_graded_errors(client: Client, command: str, code: st
     assert "MCP-SECRET" not in str(result.structured_content)
 
 
+@pytest.mark.slow
 async def test_timeout_error_carries_partial_output(client: Client) -> None:
     command = "awk 'BEGIN{print \"started\"; fflush(); while (1) {}}'"
     with anyio.fail_after(20):
@@ -102,6 +103,7 @@ async def test_timeout_error_carries_partial_output(client: Client) -> None:
     assert (error["details"]["stdout_truncated"], error["details"]["stderr_truncated"]) == (False, False)
 
 
+@pytest.mark.slow
 async def test_timeout_error_says_when_its_partial_output_was_cut(client: Client) -> None:
     missing = " ".join(f"missing-{n:02d}-{'x' * 120}" for n in range(40))  # ~6 KB of "No such file" on stderr
     command = (

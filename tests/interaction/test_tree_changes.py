@@ -142,6 +142,7 @@ async def fresh_answers(root: Path) -> list[dict[str, Any]]:
         ws.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", list(CHANGES))
 async def test_a_tree_changed_between_calls_answers_as_a_fresh_walk(
     change: str, trees: tuple[Path, Path], indexed: Workspace, mode: str

@@ -18,6 +18,8 @@ from exec_support import os_backends
 from repo_sandbox.exec.sandbox import mask_sources
 from repo_sandbox.wiring.assembly import build_server
 
+pytestmark = pytest.mark.slow
+
 CONCURRENT = 8
 ROWS = [(tool, os_backends()[0] if os_backends() else "none") for tool in TOOLS]
 ROWS += [("execute_bash", backend) for backend in [*os_backends()[1:], "none"]]

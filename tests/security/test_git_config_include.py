@@ -20,7 +20,7 @@ from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 OUTSIDE = "outside-dir-7c2e"
 """The name of the directory beside the repository that the includes point into."""

@@ -34,7 +34,7 @@ from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT, git_out
 from security.test_git_objects import NO_BREAKER, RAN, REFUSED
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SECRET = "NFKC-SECRET"
 REFUSED_FILES = {

@@ -28,7 +28,7 @@ from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT, git_out
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SECRET = "OBJECT-SECRET-91c4"
 PROTECTED_NAMES = ("deploy.pem", ".env", "credentials.json", "public.txt")

@@ -24,7 +24,7 @@ from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT
 from security.test_git_objects import NO_BREAKER, RAN, REFUSED
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SECRET = "PATHSPEC-SECRET-3a7d"
 PROTECTED_NAMES = (".env", "deploy.pem", "secrets.yaml", "staged.pem")

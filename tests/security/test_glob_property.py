@@ -4,6 +4,8 @@ never with internal_error.
 About 400 bytes of nested `{` made the regex compilers recurse past Python's limit: `RecursionError`, answered
 as internal_error with a 3,000-line trace per call. Globs are drawn from an alphabet heavy in glob syntax, and
 from nests of `{..}` of any depth; each goes to the three arguments through the real tool pipeline.
+
+pytestmark = pytest.mark.slow
 Derandomized, so CI sees the same examples every time.
 """
 
