@@ -31,19 +31,13 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"tools"}),
     frozenset({"runtime"}),
     # MCP wiring: the server assembled from everything below, then the transports that carry it.
-    frozenset({"app", "handlers", "resources", "render", "roots"}),
+    frozenset({"wiring", "roots"}),
     frozenset({"transports"}),
     frozenset({"serving", "cli", "bridge", "__main__"}),
 )
 
 # (importer module, imported module) -> why this import runs up a layer. At most five.
-ALLOWED_UPWARD: dict[tuple[str, str], str] = {
-    ("repo_sandbox.app", "repo_sandbox.transports.scope"): "session ids; issue 23's MCP-wiring package takes them",
-}
-
-# The MCP-wiring package of issue 23 (built on another branch) folds these root modules into one package and
-# takes the session ids; until it lands, a cycle among these top-layer units is the one tolerated.
-TOLERATED_CYCLE: frozenset[str] = frozenset({"app", "handlers", "resources", "transports"})
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 
 MAX_UPWARD = 5
 
@@ -170,7 +164,7 @@ def test_every_unit_has_a_layer() -> None:
 
 def test_no_package_level_cycle() -> None:
     graph = unit_graph()
-    found = [group for group in cycles() if not set(group) <= TOLERATED_CYCLE]
+    found = list(cycles())
     detail = [
         f"{group}: " + ", ".join(f"{a}->{b}" for a in group for b in sorted(graph[a]) if b in group) for group in found
     ]

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 TIMEOUT_S = 60
 

@@ -10,11 +10,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server, mcp_tool
 from repo_sandbox.errors import ALL_ERRORS
 from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.testing import ERAS, Mode
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
+from repo_sandbox.wiring.assembly import build_server
+from repo_sandbox.wiring.convert import mcp_tool
 from repo_sandbox.workspace import Workspace
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -22,12 +22,13 @@ from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ListRootsResult, Root, TextResourceContents
 
-from repo_sandbox.app import STATUS_URI, build_server
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.roots import RootPolicy
+from repo_sandbox.wiring.assembly import build_server
+from repo_sandbox.wiring.identity import STATUS_URI
 from repo_sandbox.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 

@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "tools":
-            from repo_sandbox.app import tools_listing
+            from repo_sandbox.wiring.convert import tools_listing
 
             emit(tools_listing(load_settings(args.config, overrides=root_override(args))))
             return 0

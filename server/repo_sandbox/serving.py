@@ -132,9 +132,9 @@ def _serve_http(workspace: Any, policy: Any) -> int:
 
     from mcp.server.request_state import RequestStateSecurity
 
-    from repo_sandbox.app import build_server
     from repo_sandbox.transports.auth import StartupRefused, load_request_state_keys
     from repo_sandbox.transports.serve import serve_http
+    from repo_sandbox.wiring.assembly import build_server
 
     settings = workspace.settings.server
     try:

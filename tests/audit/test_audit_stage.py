@@ -11,13 +11,13 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.calls import CallContext
 from repo_sandbox.config.model import Settings
 from repo_sandbox.errors import CommandNotAllowedError
 from repo_sandbox.runtime.assembly import build_stages
 from repo_sandbox.runtime.audit_stage import AuditStage, OutputMaskingStage
 from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline, Handler, ToolCall
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -14,10 +14,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.audit.log import AuditLog
 from repo_sandbox.config.model import AuditConfig, Settings
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
+
+pytestmark = pytest.mark.slow
 
 SettingsFactory = Callable[..., Settings]
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from mcp.types import ElicitResult
 
-from repo_sandbox.app import build_server
 from repo_sandbox.audit.view import compute_stats
 from repo_sandbox.exec import sandbox as sandbox_module
 from repo_sandbox.exec import selection as selection_module
 from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.testing import ERAS, ScriptedUser, open_session
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

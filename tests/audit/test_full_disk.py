@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 CHILD = r"""
 import json, resource, sys
 from repo_sandbox.audit.log import AuditLog

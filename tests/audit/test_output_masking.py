@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.audit import output as output_module
 from repo_sandbox.audit.output import TextMasker, mask_error, mask_execute_bash
 from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.audit_stage import OutputMaskingStage
 from repo_sandbox.runtime.pipeline import CallPipeline
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

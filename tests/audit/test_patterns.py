@@ -38,6 +38,7 @@ FRAGMENTS = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=12)), max_size=30))
 def test_masking_keeps_lines_never_grows_and_is_idempotent(parts: list[str]) -> None:

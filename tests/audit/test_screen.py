@@ -55,6 +55,7 @@ def test_each_hint_alone_is_let_through_the_screen() -> None:
             assert SCREEN.may_match(text, text.lower()) == bool(hints_in(text)), text
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from([*HINTS, "=", ":", '"', " ", "\n", "\t", "x", "Q", "é", "İ", "_", "-"]), max_size=12))
 def test_the_screen_passes_a_text_exactly_when_a_rule_hint_occurs(parts: list[str]) -> None:

@@ -17,12 +17,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.audit.events import build_processors, render_json
 from repo_sandbox.audit.masking import mask_text
 from repo_sandbox.calls import CallContext
 from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
@@ -345,6 +345,7 @@ def _assert_clean(text: str, where: str) -> None:
         assert item.secret not in text, f"{item.id} leaked in {where}"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_no_secret_reaches_the_model_or_the_audit_file_through_the_mcp_client(
     audited: tuple[Workspace, Path],
@@ -376,6 +377,7 @@ async def test_no_secret_reaches_the_model_or_the_audit_file_through_the_mcp_cli
     assert ws.audit.health()["failed"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_no_secret_reaches_the_outcome_or_the_audit_file_through_the_pipeline(
     audited: tuple[Workspace, Path],

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from fake_openai import ScriptedChatServer, answer, error, tool_calls
 
-from repo_sandbox.app import INSTRUCTIONS
 from repo_sandbox.bridge.openai import openai_tools
+from repo_sandbox.wiring.identity import INSTRUCTIONS
+
+pytestmark = pytest.mark.e2e
 
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 TIMEOUT_S = 60

@@ -139,6 +139,7 @@ async def test_500_then_success_is_retried_after_the_initial_backoff(
     assert sleeps.delays == [0.5]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 529])
 async def test_retryable_statuses_back_off_exponentially_up_to_the_cap(
     chat_server: ScriptedChatServer, make_client: ClientFactory, sleeps: SleepRecorder, status: int
@@ -194,6 +195,7 @@ async def test_a_dropped_connection_is_retried(
     assert len(chat_server.requests) == 2 and sleeps.delays == [0.5]
 
 
+@pytest.mark.slow
 async def test_a_slow_answer_times_out_and_is_retried(
     chat_server: ScriptedChatServer, make_client: ClientFactory, sleeps: SleepRecorder
 ) -> None:
@@ -241,6 +243,7 @@ async def test_other_4xx_are_final_and_name_the_servers_reason_but_never_the_key
     assert API_KEY not in str(info.value.to_payload())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("reply", "match"),
     [

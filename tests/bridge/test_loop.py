@@ -111,6 +111,7 @@ async def test_graded_errors_go_back_to_the_model_as_the_tool_message(
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "arguments", "message"),
     [

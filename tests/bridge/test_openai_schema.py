@@ -8,7 +8,6 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from repo_sandbox.app import mcp_tool
 from repo_sandbox.bridge.openai import (
     OPENAI_DESCRIPTION_LIMIT,
     bridge_specs,
@@ -18,6 +17,7 @@ from repo_sandbox.bridge.openai import (
     openai_tools,
 )
 from repo_sandbox.tools.registry import TOOLS, ToolSpec
+from repo_sandbox.wiring.convert import mcp_tool
 
 
 def schema_keywords(node: Any, path: str = "") -> list[tuple[str, str]]:

@@ -130,6 +130,7 @@ async def test_execute_bash_echo_hello_returns_hello(
     assert result == f"hello\n[exit code 0{unsandboxed}]\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "code"),
     [

@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextResourceContents
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.container]
 
 IMAGE = os.environ.get("REPO_SANDBOX_TEST_IMAGE", "localhost/repo-sandbox-mcp:latest")
 TOKEN = "container-token-0123456789"

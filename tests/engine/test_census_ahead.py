@@ -14,9 +14,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.engine import censusmemo, rgstate, select
 from repo_sandbox.tools.search_text import SearchTextArgs, search_text
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 WorkspaceFactory = Callable[..., Workspace]

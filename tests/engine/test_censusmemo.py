@@ -96,6 +96,7 @@ def _warm(ws: Workspace, arguments: dict[str, Any]) -> None:
     assert _from_memo(ws) >= before + 1, "an unchanged tree should take its census from the memo"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("change", "apply"), CHANGES, ids=[c[0] for c in CHANGES])
 @pytest.mark.parametrize("arguments", SEARCHES, ids=["root", "sub", "glob"])
 def test_a_change_between_searches_is_never_answered_from_the_memo(

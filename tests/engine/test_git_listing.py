@@ -176,6 +176,7 @@ def test_search_files_lists_what_git_lists(tmp_path: Path, name: str) -> None:
         ws.close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(GIT is None, reason="git is not installed")
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", ["byte-order mark", "info/exclude", "tracked but ignored", "everything"])
@@ -238,6 +239,7 @@ CRAFTED: list[tuple[str, Any]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(GIT is None, reason="git is not installed")
 @pytest.mark.parametrize(("what", "how"), CRAFTED, ids=[c[0] for c in CRAFTED])
 def test_a_crafted_git_directory_cannot_show_more(tmp_path: Path, what: str, how: str) -> None:

@@ -20,6 +20,7 @@ from repo_sandbox.workspace import Workspace
 from tree_files import write
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("width", [1, 5, 32, 100])
 def test_long_lines_are_exactly_the_lines_that_long(seed: int, width: int) -> None:
@@ -45,6 +46,7 @@ def _best(run: Callable[[], Any], times: int = 3) -> float:
     return best
 
 
+@pytest.mark.slow
 def test_the_python_engine_on_a_length_pattern_is_within_three_times_rg(tmp_path: Path) -> None:
     found = ripgrep.locate()
     if found is None:

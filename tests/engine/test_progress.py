@@ -8,12 +8,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.tools import search_text
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("engine", ["ripgrep", "python"])

@@ -20,11 +20,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 LIMIT_S = 1.0
 CATASTROPHIC = ["(a|aa)+$", "(a+)+b$", "(.*a){12}$", "(x+x+)+y"]

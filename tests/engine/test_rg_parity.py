@@ -190,6 +190,7 @@ def rg_counts(rg: str, root: Path, pattern: str, *, multiline: bool) -> dict[str
     return counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("pattern", "multiline"), ROWS, ids=[f"{'U ' if m else ''}{p}" for p, m in ROWS])
 def test_both_engines_find_what_rg_finds(
     engine_ws: Workspace, tree: Path, rg_path: str, pattern: str, multiline: bool

@@ -259,8 +259,8 @@ def test_ignore_rules_ripgrep_would_read_differently_are_decided_by_the_walker(
 
 
 def test_the_status_resource_names_the_engine_and_the_rg_binary(tree: Path) -> None:
-    from repo_sandbox.resources import Caller, status_document
     from repo_sandbox.runtime.assembly import AgentLoopState
+    from repo_sandbox.wiring.resources import Caller, status_document
 
     for engine, expected in (("ripgrep", "ripgrep"), ("hidden", "python")):
         ws = _workspace(tree, engine)

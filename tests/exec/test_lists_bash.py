@@ -137,6 +137,7 @@ def _cases() -> Iterator[Any]:
             yield pytest.param(line, backend, id=f"{backend}-{line[:50]}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("line", "backend"), list(_cases()))
 async def test_a_line_runs_as_bash_runs_it(
     line: str, backend: str, trees: tuple[Path, Path], make_settings: Any

@@ -61,6 +61,7 @@ async def test_no_descriptor_of_the_server_reaches_a_stage(tmp_path: Path) -> No
     assert result.stdout.text().split() == ["0", "1", "2", "3"]  # 3: ls's own handle on the directory
 
 
+@pytest.mark.slow
 async def test_a_deadline_kills_the_stages_and_what_they_started(wait_mode: str) -> None:
     tag = uuid.uuid4().hex
     script = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\ntime.sleep(60)"

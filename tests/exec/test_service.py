@@ -70,6 +70,7 @@ async def call(workspace: Workspace, command: str, session: str | None = None, *
 # -- limits -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ALL_BACKENDS)
 async def test_timeout_kills_everything_and_returns_the_partial_output(
     open_workspace: Callable[..., Workspace], backend: str
@@ -179,6 +180,7 @@ async def test_network_is_unreachable(open_workspace: Callable[..., Workspace], 
     assert outcome.payload["stdout"] == "blocked\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", os_backends())
 async def test_denied_files_are_unreadable_and_new_ones_are_hidden_after_a_rescan(
     open_workspace: Callable[..., Workspace], backend: str, plain: Path

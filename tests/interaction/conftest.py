@@ -10,7 +10,7 @@ import pytest
 from e2e_tree import ERAS, build_tree
 from mcp import Client
 
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 

@@ -12,9 +12,9 @@ from typing import Any
 from mcp import Client
 from mcp.types import TextContent
 
-from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
-from repo_sandbox.render import result_text
+from repo_sandbox.wiring.assembly import build_server
+from repo_sandbox.wiring.render import result_text
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 

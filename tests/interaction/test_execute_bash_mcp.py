@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from exec_support import auto_os_layer, git, write
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -90,6 +90,7 @@ async def test_refusals_are_graded_errors(client: Client, command: str, code: st
     assert "MCP-SECRET" not in str(result.structured_content)
 
 
+@pytest.mark.slow
 async def test_timeout_error_carries_partial_output(client: Client) -> None:
     command = "awk 'BEGIN{print \"started\"; fflush(); while (1) {}}'"
     with anyio.fail_after(20):
@@ -102,6 +103,7 @@ async def test_timeout_error_carries_partial_output(client: Client) -> None:
     assert (error["details"]["stdout_truncated"], error["details"]["stderr_truncated"]) == (False, False)
 
 
+@pytest.mark.slow
 async def test_timeout_error_says_when_its_partial_output_was_cut(client: Client) -> None:
     missing = " ".join(f"missing-{n:02d}-{'x' * 120}" for n in range(40))  # ~6 KB of "No such file" on stderr
     command = (
@@ -118,6 +120,7 @@ async def test_timeout_error_says_when_its_partial_output_was_cut(client: Client
     assert details["stderr"].startswith("cat: missing-00-") and "omitted by repo-sandbox" in details["stderr"]
 
 
+@pytest.mark.e2e
 def test_cli_call_runs_execute_bash(project: Path) -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "repo_sandbox", "call", "--root", str(project), "execute_bash",

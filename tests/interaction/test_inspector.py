@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from e2e_tree import build_tree
 
-from repo_sandbox.render import result_text
+from repo_sandbox.wiring.render import result_text
 
-pytestmark = pytest.mark.inspector
+pytestmark = [pytest.mark.inspector, pytest.mark.e2e]
 
 PROJECT = Path(__file__).resolve().parents[2]
 NODE22_BIN = PROJECT / ".tools" / "node22" / "node_modules" / ".bin"

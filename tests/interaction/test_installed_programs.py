@@ -13,9 +13,10 @@ import pytest
 from mcp import Client
 from mcp.types import TextResourceContents
 
-from repo_sandbox.app import POLICY_URI, STATUS_URI, build_server
 from repo_sandbox.exec.installed import binary_of
 from repo_sandbox.exec.sandbox import installed
+from repo_sandbox.wiring.assembly import build_server
+from repo_sandbox.wiring.identity import POLICY_URI, STATUS_URI
 
 pytestmark = pytest.mark.anyio
 

@@ -74,6 +74,7 @@ async def test_read_file_of_50_mb_of_long_lines_stays_under_the_cap(capped: tupl
     assert after["start_line"] == result["next_offset"]
 
 
+@pytest.mark.slow
 async def test_search_text_over_50_mb_stays_under_the_cap(capped: tuple[Client, int]) -> None:
     client, cap = capped
     content = await capped_call(client, cap, "search_text", {"pattern": "ab", "limit": 1000, "context": 10})
@@ -86,6 +87,7 @@ async def test_search_text_over_50_mb_stays_under_the_cap(capped: tuple[Client, 
     assert (counted["total_matches"], counted["truncated"], counted["next_offset"]) == (BIG_LINES, False, None)
 
 
+@pytest.mark.slow
 async def test_count_lines_over_50_mb_stays_under_the_cap(capped: tuple[Client, int]) -> None:
     client, cap = capped
     result = await capped_call(client, cap, "count_lines", {})
@@ -93,6 +95,7 @@ async def test_count_lines_over_50_mb_stays_under_the_cap(capped: tuple[Client, 
     assert result["largest"][0] == {"path": "huge.txt", "lines": BIG_LINES}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["content", "files_with_matches", "count"])
 async def test_search_with_100k_matches_stays_under_the_cap_and_says_how_to_continue(
     capped: tuple[Client, int], mode: str

@@ -233,6 +233,7 @@ async def test_read_file_reads_a_line_range_of_a_file_over_max_file_bytes(
     assert "read_file" in search["hint"] and "no tool" not in search["hint"]
 
 
+@pytest.mark.slow
 def test_read_file_streams_a_file_over_max_file_bytes_in_bounded_memory(tmp_path: Path, make_workspace: Any) -> None:
     """64 MiB of lines, a page from the middle: the peak of Python allocations stays a few chunks wide, and the
     page is found by counting newlines chunk by chunk (256 MiB, line 2,000,000: 0.15 s; line by line 3.2 s)."""

@@ -19,9 +19,9 @@ from e2e_tree import ERAS, connect
 from mcp import Client
 from mcp.types import ElicitResult, TextContent
 
-from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.testing import ScriptedUser
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 

@@ -182,6 +182,7 @@ CALLS = [
 ]
 
 
+@pytest.mark.slow
 async def test_every_result_and_error_validates_against_the_tools_output_schema(client: Client) -> None:
     tools = await tools_of(client)
     codes: set[str] = set()

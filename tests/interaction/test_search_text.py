@@ -300,6 +300,7 @@ async def test_search_text_cuts_long_matching_lines_with_a_visible_marker(client
 # -- paging -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [100, 333])
 async def test_search_text_content_paging_to_the_end_returns_every_match_once(client: Client, limit: int) -> None:
     seen: list[int] = []
@@ -460,6 +461,7 @@ async def test_search_text_code_point_escapes_match_in_a_file_and_in_a_tree(
 # -- limits ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ERAS)
 async def test_search_text_catastrophic_pattern_times_out_with_a_graded_error(tmp_path: Path, mode: str) -> None:
     write(tmp_path / "evil.txt", "a" * 5000 + "!\n")

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

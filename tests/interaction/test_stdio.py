@@ -11,7 +11,7 @@ from e2e_tree import build_tree, call_error, call_ok, write
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 

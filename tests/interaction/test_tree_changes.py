@@ -18,10 +18,10 @@ import pytest
 from e2e_tree import call_ok, write
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.fs.watch import WatchHub
 from repo_sandbox.tree import facts
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -142,6 +142,7 @@ async def fresh_answers(root: Path) -> list[dict[str, Any]]:
         ws.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", list(CHANGES))
 async def test_a_tree_changed_between_calls_answers_as_a_fresh_walk(
     change: str, trees: tuple[Path, Path], indexed: Workspace, mode: str

@@ -9,6 +9,8 @@ import anyio
 from mcp.server import MCPServer, ServerRequestContext
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool
 
+from repo_sandbox.wiring import sdk_adapter
+
 SUCCESS_ONLY = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 
 
@@ -26,7 +28,7 @@ def main() -> None:
             content=[TextContent(type="text", text="no such file")], structured_content=error, is_error=True
         )
 
-    low = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    low = sdk_adapter.lowlevel_server(server)
     low.add_request_handler("tools/list", PaginatedRequestParams, list_tools)
     low.add_request_handler("tools/call", CallToolRequestParams, call_tool)
     anyio.run(server.run_stdio_async)

@@ -111,6 +111,7 @@ def git_untracked(root: Path) -> list[str]:
     return sorted(p for p in out.decode().split("\0") if p)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="the differential test needs git")
 @settings(
     max_examples=120,

@@ -15,8 +15,10 @@ from mcp import Client
 from support import TOOLS, build_small_repo, error_code, ordinary_call
 
 from exec_support import os_backends
-from repo_sandbox.app import build_server
 from repo_sandbox.exec.sandbox import mask_sources
+from repo_sandbox.wiring.assembly import build_server
+
+pytestmark = pytest.mark.slow
 
 CONCURRENT = 8
 ROWS = [(tool, os_backends()[0] if os_backends() else "none") for tool in TOOLS]

@@ -76,6 +76,7 @@ calls = st.sampled_from(sorted(STRING_ARGUMENTS)).flatmap(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
 @given(call=calls)
 def test_no_string_argument_yields_internal_error(workspace: Workspace, call: tuple[str, str, str]) -> None:

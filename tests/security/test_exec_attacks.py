@@ -38,7 +38,7 @@ from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 RAN = "ran"
 """The command ran (exit code irrelevant) and was contained."""

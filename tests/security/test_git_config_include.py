@@ -16,11 +16,11 @@ import pytest
 from mcp import Client
 
 from exec_support import git, os_backends, write
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 OUTSIDE = "outside-dir-7c2e"
 """The name of the directory beside the repository that the includes point into."""

@@ -20,13 +20,13 @@ import pytest
 from mcp import Client
 
 from exec_support import git, os_backends, write
-from repo_sandbox.app import build_server
 from repo_sandbox.exec import runner
 from repo_sandbox.exec import service as service_module
 from repo_sandbox.exec.service import exec_service
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SECRET = "HISTORY-SECRET-6e1f"
 DENIED = ("deploy.pem", "secrets.yaml", ".env.staged", ".env.local", "id_rsa", "id_ed25519", ".ssh", "vault.kdbx",

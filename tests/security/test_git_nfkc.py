@@ -26,15 +26,15 @@ import pytest
 from mcp import Client
 
 from exec_support import git, os_backends, write
-from repo_sandbox.app import build_server
 from repo_sandbox.exec import _gitrecords, _gitscan, gitexcludes, gitforeign
 from repo_sandbox.exec.gitnames import GitNames
 from repo_sandbox.exec.service import exec_service
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT, git_out
 from security.test_git_objects import NO_BREAKER, RAN, REFUSED
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SECRET = "NFKC-SECRET"
 REFUSED_FILES = {

@@ -21,14 +21,14 @@ import pytest
 from mcp import Client
 
 from exec_support import git, os_backends, write
-from repo_sandbox.app import build_server
 from repo_sandbox.errors import SandboxFailedError
 from repo_sandbox.exec.gitobjects import verify_objects
 from repo_sandbox.policy.gitrevs import object_checks
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT, git_out
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SECRET = "OBJECT-SECRET-91c4"
 PROTECTED_NAMES = ("deploy.pem", ".env", "credentials.json", "public.txt")

@@ -19,12 +19,12 @@ import pytest
 from mcp import Client
 
 from exec_support import git, os_backends, write
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT
 from security.test_git_objects import NO_BREAKER, RAN, REFUSED
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SECRET = "PATHSPEC-SECRET-3a7d"
 PROTECTED_NAMES = (".env", "deploy.pem", "secrets.yaml", "staged.pem")

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 CHILD_TIMEOUT_S = 60.0
 """Generous for four calls plus start-up on a loaded CI machine; a backtracking glob takes hours."""
 

@@ -4,6 +4,7 @@ never with internal_error.
 About 400 bytes of nested `{` made the regex compilers recurse past Python's limit: `RecursionError`, answered
 as internal_error with a 3,000-line trace per call. Globs are drawn from an alphabet heavy in glob syntax, and
 from nests of `{..}` of any depth; each goes to the three arguments through the real tool pipeline.
+
 Derandomized, so CI sees the same examples every time.
 """
 
@@ -21,6 +22,8 @@ from repo_sandbox.config.loader import load_settings
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallPipeline as Pipeline
 from repo_sandbox.workspace import Workspace
+
+pytestmark = pytest.mark.slow
 from tree_files import write
 
 TOKENS = ["{", "}", ",", "*", "**", "?", "[", "]", "!", "^", "\\", "/", "a", "b", ".", "-", "{a,b}", "[!a]", "é"]

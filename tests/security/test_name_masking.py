@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 
 from exec_support import os_backends
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 

@@ -11,7 +11,7 @@ from attack_tree import AttackTree, leaked_secrets, workspace_for
 from mcp import Client
 from test_path_attacks import CATEGORY, DIR, FILE, ROWS, Row, expand
 
-from repo_sandbox.app import build_server
+from repo_sandbox.wiring.assembly import build_server
 
 pytestmark = pytest.mark.anyio
 

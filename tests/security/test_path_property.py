@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.workspace import Workspace
 
+pytestmark = pytest.mark.slow
+
 GRADED_PATH_CODES = {
     "invalid_arguments",
     "path_outside_root",

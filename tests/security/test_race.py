@@ -28,6 +28,8 @@ from repo_sandbox.errors import SandboxError
 from repo_sandbox.tools.registry import TOOLS_BY_NAME
 from repo_sandbox.workspace import Workspace
 
+pytestmark = pytest.mark.slow
+
 TRIES = 10_000
 INSIDE = "INSIDE-RACE-OK"
 AT_FDCWD = -100

@@ -15,8 +15,8 @@ from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ListRootsResult, Root, TextResourceContents
 
-from repo_sandbox.app import build_server
 from repo_sandbox.config.loader import load_settings
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

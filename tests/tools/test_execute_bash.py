@@ -114,6 +114,7 @@ def cwd_for(workspace: Workspace, command: str) -> str:
     return "src" if workspace.settings.exec.sandbox == "landlock" and command in LISTS_THE_ROOT else "."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", AGENT_COMMANDS)
 async def test_agent_commands_give_the_real_programs_output(
     workspace_for: Workspace, project: Path, command: str

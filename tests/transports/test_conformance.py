@@ -16,6 +16,8 @@ import pytest
 from harness import running_subprocess
 from nodetools import CONFORMANCE, node22_env
 
+pytestmark = pytest.mark.e2e
+
 REQUIRED: dict[str, set[str]] = {
     "2025-11-25": {
         "server-initialize",

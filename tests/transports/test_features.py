@@ -14,7 +14,7 @@ from mcp import MCPError
 from mcp.client.context import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult, TextContent
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 TRANSPORTS_AND_ERAS = [
     pytest.param("http", "legacy", id="http-2025-11-25"),

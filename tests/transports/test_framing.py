@@ -20,6 +20,8 @@ from websockets.typing import Subprotocol
 
 from repo_sandbox.transports.framing import BadFrame, read_message
 
+pytestmark = pytest.mark.e2e
+
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 PING = json.dumps({"jsonrpc": "2.0", "id": "after", "method": "ping"})
 

@@ -11,7 +11,7 @@ from harness import http_client, serve_in_process
 
 from repo_sandbox.config.model import ServerConfig
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -10,7 +10,7 @@ import pytest
 from harness import TOKEN, Subprocess
 from nodetools import INSPECTOR, node22_env
 
-pytestmark = pytest.mark.inspector
+pytestmark = [pytest.mark.inspector, pytest.mark.e2e]
 
 
 def inspect(*args: str) -> subprocess.CompletedProcess[str]:

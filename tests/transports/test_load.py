@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from ws_client import websocket_client
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.e2e]
 
 DURATION_S = 30.0
 SESSIONS = [("http", "legacy")] * 18 + [("http", "auto")] * 14 + [("ws", "legacy")] * 9 + [("ws", "auto")] * 9

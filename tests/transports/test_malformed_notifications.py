@@ -16,7 +16,7 @@ from harness import TOKEN, Subprocess, http_client
 from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 INITIALIZE = {
     "jsonrpc": "2.0",

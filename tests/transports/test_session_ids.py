@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from harness import mcp_client, serve_in_process
 
-from repo_sandbox import app, handlers
 from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline, Handler, ToolCall
+from repo_sandbox.wiring import assembly, handlers
 from repo_sandbox.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 class RecordSessions:
@@ -41,7 +41,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> RecordSessions:
 async def test_session_id_follows_the_connection(
     recorder: RecordSessions, workspace: Workspace, transport: str, mode: str, same_within_connection: bool
 ) -> None:
-    async with serve_in_process(app.build_server(workspace)) as running:
+    async with serve_in_process(assembly.build_server(workspace)) as running:
         for _ in range(2):
             async with mcp_client(running, transport, mode) as client:
                 for _ in range(2):

@@ -22,7 +22,7 @@ from websockets.typing import Subprotocol
 
 from repo_sandbox.config.model import ServerConfig
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 def is_alive(pid: int) -> bool:

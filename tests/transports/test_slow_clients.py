@@ -14,7 +14,7 @@ from websockets.typing import Subprotocol
 
 from repo_sandbox.config.model import ServerConfig
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 def tcp_address(running: Running) -> tuple[str, int]:

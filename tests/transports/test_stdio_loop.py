@@ -10,6 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e
+
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 INITIALIZE = {
     "jsonrpc": "2.0",

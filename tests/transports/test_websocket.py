@@ -19,7 +19,7 @@ from ws_client import websocket_client
 
 from repo_sandbox.config.model import ServerConfig
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 MCP1_PYTHON = Path(__file__).resolve().parents[2] / ".tools" / "mcp1-venv" / "bin" / "python"
 MCP1_CLIENT = Path(__file__).with_name("mcp1_ws_client.py")

@@ -341,6 +341,7 @@ def test_a_page_listing_kept_for_the_next_page_goes_with_its_snapshot(
     assert (second.files, second.total) == (["src/deeper/anchored.py"], 5)
 
 
+@pytest.mark.slow
 def test_every_page_of_a_large_listing_comes_from_one_listing(
     tmp_path: Path, make_ws: WorkspaceFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -391,6 +392,7 @@ def test_kept_listings_are_bounded_oldest_first_and_one_over_the_bound_is_not_ke
 # -- memory ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_index_of_a_large_tree_costs_about_a_hundred_bytes_a_file(
     tmp_path: Path, make_ws: WorkspaceFactory
 ) -> None:

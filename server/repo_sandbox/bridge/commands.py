@@ -96,7 +96,6 @@ def print_tool_call(record: ToolCallRecord) -> None:
 def _ask(args: argparse.Namespace) -> int:
     import anyio
 
-    from repo_sandbox.app import INSTRUCTIONS
     from repo_sandbox.bridge.client import ChatClient, ChatSettings
     from repo_sandbox.bridge.errors import MaxRoundsExceededError
     from repo_sandbox.bridge.loop import ToolLoop
@@ -104,6 +103,7 @@ def _ask(args: argparse.Namespace) -> int:
     from repo_sandbox.config.loader import load_settings
     from repo_sandbox.errors import SandboxError
     from repo_sandbox.stdout import emit
+    from repo_sandbox.wiring.identity import INSTRUCTIONS
     from repo_sandbox.workspace import Workspace
 
     overrides: dict[tuple[str, str], Any] = {}

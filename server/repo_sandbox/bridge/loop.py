@@ -23,9 +23,9 @@ from repo_sandbox.bridge.errors import MaxRoundsExceededError
 from repo_sandbox.bridge.openai import openai_tools
 from repo_sandbox.calls import CallContext
 from repo_sandbox.errors import InvalidArgumentsError
-from repo_sandbox.render import result_text
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline
+from repo_sandbox.wiring.render import result_text
 from repo_sandbox.workspace import Workspace
 
 DEFAULT_MAX_ROUNDS: Final = 10

@@ -1,6 +1,6 @@
 """The tools as OpenAI `tools` definitions, generated from the schemas the MCP server publishes.
 
-`openai_tools()` reads the registry (`tools.registry.TOOLS`) through `app.mcp_tool`, so a tool added there
+`openai_tools()` reads the registry (`tools.registry.TOOLS`) through `wiring.convert.mcp_tool`, so a tool added there
 appears here without further work. The input schema becomes the function's `parameters` after two
 rewrites OpenAI-compatible endpoints need: `$ref`s are inlined (no `$defs`), and pydantic's generated
 `title`s are dropped (they repeat the property names and cost tokens). Everything else (descriptions,
@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from repo_sandbox.app import mcp_tool
 from repo_sandbox.config.model import Settings
 from repo_sandbox.tools.registry import TOOLS, ToolSpec
+from repo_sandbox.wiring.convert import mcp_tool
 
 OPENAI_DESCRIPTION_LIMIT: Final = 1024
 """OpenAI refuses a `function.description` longer than this (error `string_above_max_length`)."""

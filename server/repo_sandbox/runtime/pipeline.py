@@ -8,7 +8,7 @@ This is the one place where exceptions become results:
 Stages are middleware: `await stage(call, call_next)` may refuse a call by raising `SandboxError`, change
 or observe the outcome of `call_next(call)`, or do both. A stage's own refusal is graded right where it is
 raised, so the stages outside it (audit, budgets) still see an outcome. The order is fixed by whoever builds
-the pipeline (`app.default_stages`), outermost first.
+the pipeline (`runtime.assembly.build_stages`), outermost first.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from repo_sandbox.transports.auth import BearerAuth
 from repo_sandbox.transports.drain import Drain
 from repo_sandbox.transports.limits import RateLimiter, send_with_timeout
 from repo_sandbox.transports.origin import HostOriginPolicy
-from repo_sandbox.transports.scope import SESSION_ID_KEY
+from repo_sandbox.wiring.scope import SESSION_ID_KEY
 
 logger = logging.getLogger("repo_sandbox.transports")
 

@@ -16,8 +16,6 @@ from typing import Any
 
 import anyio
 from mcp.server import MCPServer
-from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -33,47 +31,30 @@ from repo_sandbox.transports.gate import Gate
 from repo_sandbox.transports.limits import BodyLimit, RateLimiter, SessionSlots
 from repo_sandbox.transports.origin import HostOriginPolicy
 from repo_sandbox.transports.websocket import OpenConnections, WebSocketEndpoint, WebSocketLimits
+from repo_sandbox.wiring import sdk_adapter
+from repo_sandbox.wiring.sdk_adapter import SlottedSessionManager
 
 logger = logging.getLogger("repo_sandbox.transports")
 
 BOM_BYTES = "\ufeff".encode()
 
 
-class CountedSessionManager(StreamableHTTPSessionManager):
+def counted_session_manager(
+    server: MCPServer[Any], slots: SessionSlots, settings: ServerConfig
+) -> SlottedSessionManager:
     """The SDK's session manager, drawing its stateful sessions from the slots WebSockets use too."""
-
-    def __init__(self, server: MCPServer[Any], slots: SessionSlots, settings: ServerConfig) -> None:
-        super().__init__(
-            app=server._lowlevel_server,  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
-            json_response=False,
-            stateless=False,
-            # Host/Origin are checked by the Gate (which also accepts a Host without a port); the SDK's
-            # transport keeps its Content-Type check.
-            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            session_idle_timeout=settings.session_idle_timeout_s,
-            max_request_body_size=settings.max_body_bytes,
-            max_sessions=settings.max_sessions,  # also checked (first) against the shared slots
-        )
-        self.slots = slots
-
-    def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
-        if not self.slots.try_acquire():
-            return None
-        return super()._admit_session(requestor)
-
-    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
-        if self._server_instances.pop(session_id, None) is not None:
-            self.slots.release()
-        await super()._discard_session(session_id, transport)
-
-    async def close_sessions(self) -> None:
-        """End every stateful session (their SSE streams close): the last step of a drain."""
-        for session_id, transport in list(self._server_instances.items()):
-            await self._discard_session(session_id, transport)
-
-    @property
-    def open_sessions(self) -> int:
-        return len(self._server_instances)
+    return SlottedSessionManager(
+        slots,
+        app=sdk_adapter.lowlevel_server(server),
+        json_response=False,
+        stateless=False,
+        # Host/Origin are checked by the Gate (which also accepts a Host without a port); the SDK's
+        # transport keeps its Content-Type check.
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        session_idle_timeout=settings.session_idle_timeout_s,
+        max_request_body_size=settings.max_body_bytes,
+        max_sessions=settings.max_sessions,  # also checked (first) against the shared slots
+    )
 
 
 class JsonFraming:
@@ -145,7 +126,7 @@ class HttpService:
     app: Starlette
     drain: Drain
     slots: SessionSlots
-    sessions: CountedSessionManager
+    sessions: SlottedSessionManager
     websockets: OpenConnections
     settings: ServerConfig
     responses: ResponsesInFlight
@@ -157,11 +138,11 @@ async def healthz(request: Request) -> Response:
 
 
 def build_http_app(server: MCPServer[Any], settings: ServerConfig, token: str | None) -> HttpService:
-    """The ASGI app serving `server` (from `app.build_server`) under the limits and checks of `settings`."""
+    """The ASGI app serving `server` (from `wiring.assembly.build_server`) under the limits and checks of `settings`."""
     drain = Drain()
     server.middleware.insert(0, drain)
     slots = SessionSlots(settings.max_sessions)
-    sessions = CountedSessionManager(server, slots, settings)
+    sessions = counted_session_manager(server, slots, settings)
     rate = RateLimiter(settings.rate_per_s, settings.rate_burst)
     address_rate = RateLimiter(settings.address_rate_per_s, settings.address_rate_burst)
     policy = HostOriginPolicy.from_settings(settings)

@@ -8,7 +8,6 @@ responses of 2025-11-25 HTTP calls), then closes WebSockets (1012) and HTTP sess
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -23,82 +22,16 @@ import anyio
 import uvicorn
 from mcp.server import MCPServer
 from sse_starlette.sse import AppStatus
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from repo_sandbox.config.model import ServerConfig
 from repo_sandbox.transports.auth import StartupRefused, install_log_redaction, load_token
 from repo_sandbox.transports.http import HttpService, build_http_app
+from repo_sandbox.wiring.sdk_adapter import guarded_protocol
 
 logger = logging.getLogger("repo_sandbox.transports")
 
 FLUSH_TIMEOUT_S: Final = 1.0
 """On shutdown, how long WebSocket clients get to receive the answers to their last requests."""
-
-
-def abort_unflushed_close(transport: asyncio.Transport, loop: asyncio.AbstractEventLoop, deadline_s: float) -> None:
-    """Make `transport.close()` final: asyncio's close waits until the send buffer is flushed, so a peer that
-    stopped reading (a slow reader dropped at the send timeout) would hold the socket and its descriptor for
-    ever. Once a closed connection's peer has taken nothing for `deadline_s`, the rest is discarded (the
-    connection is reset); a peer still reading gets the whole answer."""
-    close = transport.close
-    if getattr(close, "aborts_unflushed", False):  # the WebSocket protocol takes over a wrapped transport
-        return
-
-    def check(unsent_before: int) -> None:
-        unsent = transport.get_write_buffer_size()
-        if unsent and unsent >= unsent_before:
-            transport.abort()
-        elif unsent:
-            loop.call_later(deadline_s, check, unsent)
-
-    def close_then_abort() -> None:
-        close()
-        loop.call_later(deadline_s, check, transport.get_write_buffer_size())
-
-    close_then_abort.aborts_unflushed = True  # type: ignore[attr-defined]
-    transport.close = close_then_abort  # type: ignore[method-assign]
-
-
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, plus a deadline for receiving each request head and one for closing.
-
-    uvicorn has no such timeout: a client that sends its headers one byte a minute holds a connection
-    (and a `limit_concurrency` slot) for ever. The deadline is armed when the connection opens and after
-    each response; a request head that has not arrived by then closes the connection. A connection (HTTP or
-    the WebSocket it is upgraded to) closed while its peer reads nothing is reset after `close_timeout_s`.
-    """
-
-    header_timeout_s: float = 10.0
-    close_timeout_s: float = 10.0
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        abort_unflushed_close(transport, self.loop, self.close_timeout_s)
-        super().connection_made(transport)
-        self._arm_header_deadline()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._arm_header_deadline()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_header_deadline()
-        super().connection_lost(exc)
-
-    def _cancel_header_deadline(self) -> None:
-        deadline: asyncio.TimerHandle | None = getattr(self, "_header_deadline", None)
-        if deadline is not None:
-            deadline.cancel()
-
-    def _arm_header_deadline(self) -> None:
-        self._cancel_header_deadline()
-        cycle_at_arm = self.cycle
-
-        def expire() -> None:
-            upgraded = self.transport.get_protocol() is not self
-            if self.cycle is cycle_at_arm and not upgraded and not self.transport.is_closing():
-                self.transport.close()
-
-        self._header_deadline = self.loop.call_later(self.header_timeout_s, expire)
 
 
 class _DeniedHandshakeFilter(logging.Filter):
@@ -110,11 +43,6 @@ class _DeniedHandshakeFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.getMessage() != "ASGI callable returned without completing handshake."
-
-
-def guarded_protocol(header_timeout_s: float, close_timeout_s: float) -> type[H11Protocol]:
-    attributes = {"header_timeout_s": header_timeout_s, "close_timeout_s": close_timeout_s}
-    return type("GuardedH11", (GuardedH11Protocol,), attributes)
 
 
 class DrainingServer(uvicorn.Server):

@@ -33,14 +33,15 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
-from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
-from repo_sandbox.app import build_server
 from repo_sandbox.roots import RootPolicy
 from repo_sandbox.transports.drain import Drain
 from repo_sandbox.transports.framing import BadFrame, read_message
+from repo_sandbox.wiring import sdk_adapter
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 READ_CHUNK = 1 << 16
@@ -49,7 +50,7 @@ FLUSH_TIMEOUT_S = 1.0
 
 logger = logging.getLogger("repo_sandbox")
 
-Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
+Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 
 
 class StopServing(Exception):
@@ -68,12 +69,12 @@ def serve_stdio(
 
     `after_handshake` runs in a daemon thread once the first answer (to `initialize`) is written, so that
     start-up work the handshake does not need does not delay it; it may raise `StopServing`. `roots`: how the
-    client's MCP roots count (`app.build_server`).
+    client's MCP roots count (`assembly.build_server`).
     """
     server = build_server(workspace, roots=roots)
     drain = Drain()
     server.middleware.insert(0, drain)
-    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what MCPServer.run_stdio_async runs
+    lowlevel = sdk_adapter.lowlevel_server(server)  # what MCPServer.run_stdio_async runs
     stopped: list[StopServing] = []
     answers = Answers()
 
@@ -196,8 +197,8 @@ async def _loop_stdio(after_first_message: Callable[[], None], answers: Answers)
         stdin.release()
         raise
     try:
-        read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-        write_stream, write_reader = create_context_streams[SessionMessage](0)
+        read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
         replies = write_stream.clone()
 

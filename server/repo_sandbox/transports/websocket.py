@@ -26,7 +26,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from repo_sandbox.transports.framing import BadFrame, read_message
 from repo_sandbox.transports.gate import RATE_LIMITED_CODE, Refusal, error_body, refuse
 from repo_sandbox.transports.limits import RateLimiter, SessionSlots
-from repo_sandbox.transports.scope import SESSION_ID_KEY
+from repo_sandbox.wiring import sdk_adapter
+from repo_sandbox.wiring.scope import SESSION_ID_KEY
 
 logger = logging.getLogger("repo_sandbox.transports")
 
@@ -166,7 +167,7 @@ async def serve_websocket(
     websocket.scope[SESSION_ID_KEY] = session_id
     connection = _Connection(websocket, limits, session_id)
     connections.add(connection)
-    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # the SDK's documented escape hatch
+    lowlevel = sdk_adapter.lowlevel_server(server)
     inbound_send, inbound_receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     outbound_send, outbound_receive = anyio.create_memory_object_stream[SessionMessage](16)
     try:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from mcp.server import MCPServer
 
-from repo_sandbox.app import build_server
 from repo_sandbox.runtime.clock import FakeClock
 from repo_sandbox.testing import ERAS, Mode, ServerFactory
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 

@@ -16,9 +16,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from repo_sandbox.app import build_server
 from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.testing import Mode
+from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -110,6 +110,7 @@ async def test_cancelling_execute_bash_kills_its_command_and_the_session_goes_on
     assert result.structured_content["stdout"] == "still here\n"
 
 
+@pytest.mark.slow
 async def test_a_long_search_reports_progress_and_cancelling_it_kills_its_rg(
     open_workspace: Callable[..., Workspace], tmp_path: Path, era: Mode
 ) -> None:
@@ -144,6 +145,7 @@ async def test_a_long_search_reports_progress_and_cancelling_it_kills_its_rg(
     assert result.structured_content["counts"] == [{"path": "a.txt", "count": 130}, {"path": "b.txt", "count": 130}]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["ripgrep", "python"])
 async def test_a_search_past_its_time_budget_is_a_timeout_and_its_rg_is_gone(
     open_workspace: Callable[..., Workspace], tmp_path: Path, era: Mode, engine: str

@@ -12,12 +12,12 @@ from mcp import Client, MCPError
 from mcp.types import CallToolResult, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from repo_sandbox import handlers
 from repo_sandbox.calls import APPROVE, Approve, CallContext
 from repo_sandbox.errors import ApprovalDeniedError, ApprovalRequiredError
 from repo_sandbox.testing import Mode, ScriptedUser, ServerFactory, open_session
 from repo_sandbox.tools._results import ResultModel
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
+from repo_sandbox.wiring import handlers
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -101,6 +101,7 @@ async def test_allowed_programs_never_ask(make_server: ServerFactory, era: Mode)
     assert user.shown == []
 
 
+@pytest.mark.slow
 async def test_timed_out_command_counts_against_the_exec_budget(make_server: ServerFactory, era: Mode) -> None:
     server = make_server(exec=SLEEP, budget={"max_exec_s": 5})
     async with open_session(server, era) as session:
@@ -112,6 +113,7 @@ async def test_timed_out_command_counts_against_the_exec_budget(make_server: Ser
     assert status["budget"]["exhausted"] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("requested_s", [None, 30, 1.5])
 async def test_a_command_gets_no_more_time_than_the_exec_budget_has_left(
     make_server: ServerFactory, era: Mode, requested_s: float | None
@@ -143,6 +145,7 @@ async def test_an_invalid_timeout_is_refused_as_such_whatever_the_budget(make_se
     assert (too_long["code"], not_a_number["code"]) == ("invalid_arguments", "invalid_arguments")
 
 
+@pytest.mark.slow
 async def test_exec_seconds_budget_stops_execute_bash_only(make_server: ServerFactory, era: Mode) -> None:
     server = make_server(exec=SLEEP, budget={"max_exec_s": 0.3})
     async with open_session(server, era) as session:

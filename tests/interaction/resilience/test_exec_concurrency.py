@@ -56,6 +56,7 @@ def refused(result: dict[str, Any]) -> bool:
     return True
 
 
+@pytest.mark.slow
 async def test_ten_concurrent_8s_commands_under_a_10s_budget_run_one(make_server: ServerFactory, era: Mode) -> None:
     server = make_server(
         exec=SLEEP, budget={"max_exec_s": 10, "max_concurrent_exec": 10, "max_concurrent_exec_server": 10},
@@ -74,6 +75,7 @@ async def test_ten_concurrent_8s_commands_under_a_10s_budget_run_one(make_server
     assert elapsed < 30, elapsed
 
 
+@pytest.mark.slow
 async def test_an_unused_reservation_is_given_back(make_server: ServerFactory, era: Mode) -> None:
     server = make_server(exec=SLEEP, budget={"max_exec_s": 10}, guard=NO_GUARD)
     async with open_session(server, era) as session:
@@ -87,6 +89,7 @@ async def test_an_unused_reservation_is_given_back(make_server: ServerFactory, e
     assert 2 <= status["budget"]["exec_seconds"]["used"] < 4, status["budget"]
 
 
+@pytest.mark.slow
 async def test_a_session_runs_at_most_max_concurrent_exec_commands(make_server: ServerFactory, era: Mode) -> None:
     server = make_server(exec=SLEEP, budget={"max_concurrent_exec": 2}, guard=NO_GUARD)
     async with open_session(server, era) as session:
@@ -100,6 +103,7 @@ async def test_a_session_runs_at_most_max_concurrent_exec_commands(make_server: 
     assert later["exit_code"] == 0, later  # the slots are free again
 
 
+@pytest.mark.slow
 async def test_the_server_runs_at_most_max_concurrent_exec_server_commands(
     make_server: ServerFactory, era: Mode
 ) -> None:

@@ -13,6 +13,7 @@ from repo_sandbox.testing import Mode, ServerFactory, open_session
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("requested", ["auto", *os_backends(), "none"])
 async def test_status_names_the_backend_that_results_report(
     make_server: ServerFactory, era: Mode, requested: str

@@ -9,7 +9,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 async def test_stdio_modern_requests_share_one_session_state(repo: Path) -> None:

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from repo_sandbox import __version__
-from repo_sandbox.app import POLICY_URI
 from repo_sandbox.engine.select import report as search_report
 from repo_sandbox.runtime.assembly import AgentLoopState
 from repo_sandbox.tools.registry import TOOLS
+from repo_sandbox.wiring.identity import POLICY_URI, SERVER_NAME
 from repo_sandbox.workspace import Workspace
 
 
@@ -99,7 +99,7 @@ def status_document(
     guard_state = guard.snapshot() if guard is not None else {"circuits": [], "last_call": None}
     stats = loop.stats.snapshot(caller.session_id)
     return {
-        "server": {"name": "repo-sandbox", "version": __version__},
+        "server": {"name": SERVER_NAME, "version": __version__},
         "session": {"id": caller.session_id, "client_can_elicit": caller.can_elicit},
         "policy": {"read_only": True, "deny_rules": len(settings.workspace.effective_deny), "see": POLICY_URI},
         "exec": exec_entry,

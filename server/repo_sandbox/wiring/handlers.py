@@ -1,4 +1,4 @@
-"""The tools/list and tools/call handlers and the state they share: `app.build_server` loads this on first use.
+"""The tools/list and tools/call handlers and the state they share: `assembly.build_server` loads this on first use.
 
 Everything a tool call needs is imported here (the tool table and its models, the stages, elicitation), so
 that answering `initialize` does not wait for it.
@@ -25,7 +25,6 @@ from mcp.types import (
     Tool,
 )
 
-from repo_sandbox.app import call_tool_result, mcp_tool
 from repo_sandbox.calls import APPROVE, ELICIT, CallContext
 from repo_sandbox.engine import select
 from repo_sandbox.errors import SandboxFailedError
@@ -37,6 +36,7 @@ from repo_sandbox.runtime.elicitation import InputRequired, can_ask_user, elicit
 from repo_sandbox.runtime.guard import TOOLS_CHANGED
 from repo_sandbox.runtime.pipeline import CallPipeline, ToolCall
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
+from repo_sandbox.wiring.convert import call_tool_result, mcp_tool
 from repo_sandbox.workspace import Workspace
 
 PREPARE_JOIN_S = 10.0

@@ -1,6 +1,6 @@
 """What a network transport tells the tool layer about the connection a request came in on.
 
-Kept free of heavy imports: `app.py` reads it on every call.
+Kept free of heavy imports: `session_ids` reads it on every call.
 """
 
 from __future__ import annotations
