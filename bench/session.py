@@ -84,7 +84,11 @@ class RoundResult:
     pairs: dict[tuple[str, str], tuple[float, float]] = field(
         default_factory=dict[tuple[str, str], tuple[float, float]]
     )
-    """(kind, phase) -> (ours ms, reference ms); phase is cold, warm or idle."""
+    """(kind, phase) -> (ours ms, reference ms); phase is cold, warm or idle. Ours leaves out the time the SDK
+    client spent checking the result against the tool's output schema (`checking`)."""
+    checking: dict[str, float] = field(default_factory=dict[str, float])
+    """phase -> ms the SDK client spent checking results against output schemas (compiling each tool's
+    validator on its first call, then validating)."""
     startup: tuple[float, float] = (0.0, 0.0)
     """(ours, bare MCPServer) spawn -> initialize answered, ms."""
     list_ms: float = 0.0
@@ -92,8 +96,8 @@ class RoundResult:
     paging: dict[str, tuple[float, float, int, float]] = field(
         default_factory=dict[str, tuple[float, float, int, float]]
     )
-    """kind -> (ours ms, reference ms, pages, ms of ours the SDK client spent validating results)."""
-    """kind -> (every page together ms, one reference run ms, pages)."""
+    """kind -> (every page together ms, one reference run ms, pages, ms of it the SDK client spent checking
+    results against the output schema)."""
     read_p50: tuple[float, float | None] = (0.0, None)
     """(ours, filesystem server) read_file 200 lines p50 ms."""
     peak_mib: float = 0.0
@@ -105,6 +109,28 @@ class RoundResult:
 
 def _run(argv: list[str], cwd: Path) -> None:
     subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=False)
+
+
+class CheckClock:
+    """Time the MCP SDK client spends checking call results against the tools' output schemas: client work
+    (a Python client compiles a validator per tool and walks every item), not the server's."""
+
+    def __init__(self, client: Client) -> None:
+        self.session = client.session
+        self.check = self.session.validate_tool_result
+        self.spent = 0.0
+        self.session.validate_tool_result = self._timed  # type: ignore[method-assign]
+
+    async def _timed(self, name: str, result: Any) -> None:
+        start = time.perf_counter()
+        try:
+            await self.check(name, result)
+        finally:
+            self.spent += time.perf_counter() - start
+
+    def take_ms(self) -> float:
+        spent, self.spent = self.spent, 0.0
+        return spent * 1000
 
 
 async def _ms(action: Any) -> float:
@@ -139,42 +165,31 @@ class Session:
     async def _ref(self, argv: list[str]) -> float:
         return await _ms(lambda: anyio.to_thread.run_sync(_run, argv, self.corpus))
 
-    async def _paired(self, call: Any, argv: list[str]) -> tuple[float, float]:
-        if random.random() < 0.5:
-            ours = await _ms(call)
-            return ours, await self._ref(argv)
-        ref = await self._ref(argv)
-        return await _ms(call), ref
+    async def _paired(self, call: Any, argv: list[str], clock: CheckClock) -> tuple[float, float, float]:
+        """(ours without the client's checking, reference, the client's checking) ms."""
+        ref = await self._ref(argv) if random.random() < 0.5 else None
+        clock.take_ms()
+        ours = await _ms(call)
+        checking = clock.take_ms()
+        if ref is None:
+            ref = await self._ref(argv)
+        return ours - checking, ref, checking
 
     async def _pages(
-        self, client: Client, tool: str, arguments: dict[str, Any], errors: list[str]
+        self, client: Client, tool: str, arguments: dict[str, Any], errors: list[str], clock: CheckClock
     ) -> tuple[float, int, float]:
         """(ms for every page, pages, ms of it the SDK client spent checking results against the output schema)."""
-        session = client.session
-        validate = session.validate_tool_result
-        validating = [0.0]
-
-        async def timed(name: str, result: Any) -> None:
-            start = time.perf_counter()
-            try:
-                await validate(name, result)
-            finally:
-                validating[0] += time.perf_counter() - start
-
-        session.validate_tool_result = timed  # type: ignore[method-assign]
         offset: int | None = 0
         pages, start = 0, time.perf_counter()
-        try:
-            while offset is not None:
-                result = await client.call_tool(tool, {**arguments, "offset": offset})
-                content = result.structured_content or {}
-                if result.is_error:
-                    errors.append(f"{tool} page {pages + 1}: {content.get('error', {}).get('code')}")
-                    break
-                offset, pages = content.get("next_offset"), pages + 1
-        finally:
-            session.validate_tool_result = validate  # type: ignore[method-assign]
-        return (time.perf_counter() - start) * 1000, pages, validating[0] * 1000
+        clock.take_ms()
+        while offset is not None:
+            result = await client.call_tool(tool, {**arguments, "offset": offset})
+            content = result.structured_content or {}
+            if result.is_error:
+                errors.append(f"{tool} page {pages + 1}: {content.get('error', {}).get('code')}")
+                break
+            offset, pages = content.get("next_offset"), pages + 1
+        return (time.perf_counter() - start) * 1000, pages, clock.take_ms()
 
     async def _fs_read_p50(self) -> float | None:
         if self.fs is None:
@@ -200,6 +215,7 @@ class Session:
         async with Client(params, mode="legacy") as client:
             out.startup = ((time.perf_counter() - start) * 1000, bare)
             out.list_ms = await _ms(client.list_tools)
+            clock = CheckClock(client)
             pid = server_pid("--root")
             assert pid is not None, "bench: the server process was not found"
             with PeakRss(pid) as peak:
@@ -213,12 +229,16 @@ class Session:
                 read = {"path": self.rel, "offset": 1, "limit": 200}
                 for phase in ("cold", "warm"):
                     for step in STEPS:
-                        pair = await self._paired(
-                            lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, "")
+                        *pair, checking = await self._paired(
+                            lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""), clock
                         )
-                        out.pairs[(step.kind, phase)] = pair
-                    pair = await self._paired(lambda: call("read_file", read), reference("read", self.rg, self.rel))
-                    out.pairs[("read_file 200 lines", phase)] = pair
+                        out.pairs[(step.kind, phase)] = (pair[0], pair[1])
+                        out.checking[phase] = out.checking.get(phase, 0.0) + checking
+                    *pair, checking = await self._paired(
+                        lambda: call("read_file", read), reference("read", self.rg, self.rel), clock
+                    )
+                    out.pairs[("read_file 200 lines", phase)] = (pair[0], pair[1])
+                    out.checking[phase] = out.checking.get(phase, 0.0) + checking
                 for kind, tool, arguments, argv in (
                     (
                         "search_files *.py, every page",
@@ -233,14 +253,17 @@ class Session:
                         [self.rg, "-n", "--sort", "path", "--", PAGED_TEXT["pattern"], "."],
                     ),
                 ):
-                    ours, pages, validating = await self._pages(client, tool, arguments, out.errors)
+                    ours, pages, validating = await self._pages(client, tool, arguments, out.errors, clock)
                     out.paging[kind] = (ours, await self._ref(argv), pages, validating)
-                ours_reads = [await _ms(lambda: call("read_file", read)) for _ in range(READS)]
+                ours_reads = [await _ms(lambda: call("read_file", read)) for _ in range(READS)]  # checked, as theirs
                 out.read_p50 = (statistics.median(ours_reads), await self._fs_read_p50())
                 await anyio.sleep(self.idle_s)
                 for step in AFTER_IDLE:
-                    pair = await self._paired(lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""))
-                    out.pairs[(step.kind, "idle")] = pair
+                    *pair, checking = await self._paired(
+                        lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""), clock
+                    )
+                    out.pairs[(step.kind, "idle")] = (pair[0], pair[1])
+                    out.checking["idle"] = out.checking.get("idle", 0.0) + checking
                 status = await client.read_resource("repo-sandbox://status")
                 search = json.loads(getattr(status.contents[0], "text", "{}")).get("search", {})
                 out.index = {key: search.get(key) for key in ("census", "rg_output")}

@@ -38,6 +38,18 @@ def render(rounds: list[RoundResult], corpus: Path, note: str, fs_note: str) -> 
         ]
         lines.append(f"| {kind:<44} | {cells[0]:>17} | {cells[1]:>17} | {cells[2]:>17} |")
     lines.append("")
+    checking = {
+        phase: statistics.median(r.checking.get(phase, 0.0) for r in rounds) for phase in ("cold", "warm", "idle")
+    }
+    lines.append(
+        "ours: the call as the client waits for it, less the time the MCP SDK client itself spends checking the"
+    )
+    lines.append(
+        f"result against the tool's output schema (all calls of a phase together: cold {checking['cold']:.0f} ms, "
+        f"warm {checking['warm']:.0f} ms, after idle {checking['idle']:.0f} ms; a validator is compiled on each"
+    )
+    lines.append("tool's first call)")
+    lines.append("")
     lines.append("references: search_text: rg -n [-F] [-i] (full run); search_files: rg --files -g; count_lines:")
     lines.append("rg --files -0 | xargs -0 cat | wc -l; read_file: head -n 200 (spawned)")
     lines.append("")

@@ -116,7 +116,7 @@ def test_waiting_for_the_census_taken_ahead_ends_when_the_search_stops(
     tmp_path: Path, make_workspace: WorkspaceFactory
 ) -> None:
     ws = make_workspace(tmp_path)
-    key: censusmemo.MemoKey = (".", None, None, False)
+    key = censusmemo.WHOLE_TREE
     stop = threading.Event()
     with censusmemo.taking_ahead(ws, key):
         threading.Timer(0.1, stop.set).start()

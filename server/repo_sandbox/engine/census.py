@@ -239,11 +239,9 @@ class Census:
 def take_ahead(ws: Workspace) -> None:
     """Take the census of a search of the whole tree with the default options now, so that the first such
     search finds its memo (and the tree index's file facts) instead of stat'ing and sniffing every file
-    while rg runs. Stops when the workspace closes."""
+    while rg runs. Stops when the workspace closes. Run inside `censusmemo.taking_ahead(ws, WHOLE_TREE)`."""
     request = SearchRequest("")
     options = ws.walk_options(include_hidden=None, include_ignored=False)
     census = Census(ws, request, None, mark=ws.trees.watch_mark(options), recall_memo=False, stop=ws.closing)
-    if census.mark is None:
-        return
-    with censusmemo.taking_ahead(ws, (".", None, None, False)):
+    if census.mark is not None:
         census.run()

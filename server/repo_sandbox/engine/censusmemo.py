@@ -49,6 +49,8 @@ MAX_MEMOS: Final = 4
 
 MemoKey = tuple[str, str | None, bool | None, bool]
 """(start directory relative to the root, glob, include_hidden, include_ignored)."""
+WHOLE_TREE: Final[MemoKey] = (".", None, None, False)
+"""The key of a search of the whole tree with the default options: the census taken ahead."""
 
 
 @dataclass(frozen=True, slots=True)

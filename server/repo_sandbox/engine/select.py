@@ -35,11 +35,13 @@ def prepare(ws: Workspace) -> None:
 
         ws.trees.snapshot(options)
         return
-    from repo_sandbox.engine import census, rgsearch, rgstate  # noqa: F401
+    from repo_sandbox.engine import census, censusmemo, rgsearch, rgstate  # noqa: F401
 
-    if ws.trees.snapshot(options) is not None:  # None: the workspace closed meanwhile (or keeps no index)
-        rgstate.launcher_for(ws, rg)
-        census.take_ahead(ws)
+    # A search of the whole tree meanwhile waits for all of it, rather than taking the same census beside it.
+    with censusmemo.taking_ahead(ws, censusmemo.WHOLE_TREE):
+        if ws.trees.snapshot(options) is not None:  # None: the workspace closed meanwhile (or keeps no index)
+            rgstate.launcher_for(ws, rg)
+            census.take_ahead(ws)
 
 
 def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
