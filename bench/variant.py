@@ -2,7 +2,7 @@
 
 `python -m bench.variant census_memo,file_facts -- --root DIR`: the mechanisms without a setting of their own
 are disabled by replacing their lookup with one that never finds anything (results are the same: each is a
-cache). The tree index and the content index have settings: use `--env` (see bench/run.py `--session`).
+cache). The tree index has a setting: use `--env` (see bench/run.py `--session`).
 """
 
 from __future__ import annotations
