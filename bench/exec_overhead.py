@@ -29,6 +29,7 @@ from repo_sandbox.config.loader import load_settings
 from repo_sandbox.exec.sandbox import Limits, StageCommand, stage_command
 from repo_sandbox.exec.service import exec_service
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent"}
@@ -45,7 +46,7 @@ async def main(args: argparse.Namespace, root: str) -> None:
     workspace = Workspace(settings)
     service = exec_service(workspace)
     backend = service.backend()
-    pipeline = build_pipeline(workspace)
+    pipeline = build_pipeline(workspace, TOOLS)
     view = service.views.current()
     limits = Limits(31, 1 << 30, 64 << 20, 1024, 256)
     rows = [("wc -l", ["wc", "-l", args.file], f"wc -l {args.file}"), ("git status", ["git", "status"], "git status")]

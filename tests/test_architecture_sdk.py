@@ -234,7 +234,9 @@ async def test_in_process_requests_of_one_client_share_a_session_key(
 ) -> None:
     """The direct (in-process) dispatch of both eras: found through the adapter, one key per client."""
     recorder = RecordSessions()
-    monkeypatch.setattr(handlers, "build_pipeline", lambda workspace, loop=None: CallPipeline(workspace, [recorder]))
+    monkeypatch.setattr(
+        handlers, "build_pipeline", lambda workspace, tools, loop=None: CallPipeline(workspace, tools, [recorder])
+    )
     server = build_server(workspace)
     for _ in range(2):
         async with Client(server, mode=mode) as client:

@@ -1,33 +1,15 @@
-"""What one tool call carries besides its arguments: who is calling (`CallContext`), and the capabilities the
-transport puts in its `extras` (asking the user, approving a command), with the keys tools and stages find them
-by. The MCP handlers fill them in, with functions made by `runtime.elicitation` and `runtime.approvals`."""
+"""What one tool call carries besides its arguments: who is calling and what the transport can do for the call
+(`CallContext`: report progress, ask the user, approve a command, tell the client its tool list changed).
+The MCP handlers fill it in, with functions made by `runtime.elicitation` and `runtime.approvals`."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
 """`await report(progress, total, message)`: a progress notification to the caller (no-op if not asked)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """Who is calling: what the transport knows about the caller of one tool call."""
-
-    session_id: str = "local"
-    """Stable id of the client session (one per connection); state such as budgets is kept per session."""
-    request_id: str | None = None
-    """The JSON-RPC request id, when there is one."""
-    report_progress: ProgressReporter | None = None
-    """Sends progress notifications for this call, when the transport can."""
-    extras: dict[str, Any] = field(default_factory=dict[str, Any])
-    """Transport-specific capabilities (e.g. an elicitation function) that stages and async tools may use."""
-
-
-ELICIT: Final = "elicit"
-"""Key in `CallContext.extras` of the `Elicit` function, present only when the client can elicit."""
 
 ElicitAction = Literal["accept", "decline", "cancel"]
 
@@ -41,8 +23,26 @@ class ElicitAnswer:
 Elicit = Callable[[str, dict[str, Any]], Awaitable[ElicitAnswer]]
 """`await elicit(message, requested_schema)`: ask the user to fill a flat form; their answer."""
 
-
-APPROVE: Final = "approve"
-"""Key in `CallContext.extras` of the `Approve` function."""
-
 Approve = Callable[[str, Mapping[str, Any]], Awaitable[bool]]
+"""`await approve(command_text, details)`: whether the user lets this one command run."""
+
+ToolsChanged = Callable[[], Awaitable[None]]
+"""`await tools_changed()`: tell this session's client that its tool list changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """Who is calling, and what the transport can do for this call (each capability None when it cannot)."""
+
+    session_id: str = "local"
+    """Stable id of the client session (one per connection); state such as budgets is kept per session."""
+    request_id: str | None = None
+    """The JSON-RPC request id, when there is one."""
+    report_progress: ProgressReporter | None = None
+    """Sends progress notifications for this call, when the transport can."""
+    elicit: Elicit | None = None
+    """Asks the user (`ask_user`), present only when the client can elicit."""
+    approve: Approve | None = None
+    """Asks the user to approve one command (`exec.ask`), present only when the client can elicit."""
+    tools_changed: ToolsChanged | None = None
+    """Notifies the client of a changed tool list (the guard, when a circuit opens or closes)."""

@@ -143,6 +143,7 @@ def _settings(args: argparse.Namespace, config: str | None) -> Settings:
 def _call(settings: Settings, tool: str, raw_arguments: str) -> int:
     from repo_sandbox.runtime.assembly import build_pipeline
     from repo_sandbox.serving import configure_logging
+    from repo_sandbox.tools.registry import TOOLS
     from repo_sandbox.workspace import Workspace
 
     configure_logging("WARNING")
@@ -153,7 +154,7 @@ def _call(settings: Settings, tool: str, raw_arguments: str) -> int:
         return 2
     workspace = Workspace(settings)
     try:
-        outcome = anyio.run(build_pipeline(workspace).call, tool, arguments)
+        outcome = anyio.run(build_pipeline(workspace, TOOLS).call, tool, arguments)
     finally:
         workspace.close()
     emit(json.dumps(outcome.payload, indent=2, ensure_ascii=False))

@@ -13,6 +13,7 @@ from repo_sandbox.calls import CallContext
 from repo_sandbox.cli import main
 from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 SettingsFactory = Callable[..., Settings]
@@ -24,7 +25,7 @@ def audit_file(repo: Path, make_settings: SettingsFactory, tmp_path: Path) -> Pa
     ws = Workspace(make_settings(repo, audit={"path": str(path)}))
 
     async def calls() -> None:
-        pipeline = build_pipeline(ws)
+        pipeline = build_pipeline(ws, TOOLS)
         for number, (tool, arguments) in enumerate(
             [
                 ("search_files", {"pattern": "*.py"}),

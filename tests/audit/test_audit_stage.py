@@ -17,6 +17,7 @@ from repo_sandbox.errors import CommandNotAllowedError
 from repo_sandbox.runtime.assembly import build_stages
 from repo_sandbox.runtime.audit_stage import AuditStage, OutputMaskingStage
 from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline, Handler, ToolCall
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
@@ -61,7 +62,7 @@ def test_audit_is_outermost_and_masking_innermost(audited: tuple[Workspace, Path
 
 async def test_refusal_by_an_inner_stage_is_recorded_with_its_decision(audited: tuple[Workspace, Path]) -> None:
     ws, path = audited
-    pipeline = CallPipeline(ws, [AuditStage(ws.audit), DenyingStage(ws)])
+    pipeline = CallPipeline(ws, TOOLS, [AuditStage(ws.audit), DenyingStage(ws)])
     outcome = await pipeline.call("read_file", {"path": "README.md"}, CallContext(session_id="sess-1", request_id="7"))
     assert outcome.error_code == "command_not_allowed"
     decision, call = events(ws, path)
@@ -76,7 +77,7 @@ async def test_refusal_by_an_inner_stage_is_recorded_with_its_decision(audited: 
 
 async def test_call_event_has_every_field(audited: tuple[Workspace, Path]) -> None:
     ws, path = audited
-    pipeline = CallPipeline(ws, build_stages(ws))
+    pipeline = CallPipeline(ws, TOOLS, build_stages(ws))
     outcome = await pipeline.call("read_file", {"path": "src/util.py"}, CallContext(session_id="s", request_id="1"))
     (event,) = events(ws, path)
     assert set(event) == {
@@ -106,7 +107,7 @@ async def test_cancelled_call_is_recorded_as_cancelled(audited: tuple[Workspace,
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
-    pipeline = CallPipeline(ws, [AuditStage(ws.audit), hang])
+    pipeline = CallPipeline(ws, TOOLS, [AuditStage(ws.audit), hang])
     with anyio.fail_after(5):
         async with anyio.create_task_group() as group:
             group.start_soon(pipeline.call, "search_text", {"pattern": "x"})

@@ -14,6 +14,7 @@ from repo_sandbox.audit.output import TextMasker, mask_error, mask_execute_bash
 from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.audit_stage import OutputMaskingStage
 from repo_sandbox.runtime.pipeline import CallPipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
@@ -129,7 +130,9 @@ async def test_masking_that_fails_fails_the_call_instead_of_leaking(
         raise RuntimeError("masker bug")
 
     monkeypatch.setitem(output_module.OUTPUT_MASKERS, "read_file", broken)
-    outcome = await CallPipeline(workspace, [OutputMaskingStage(workspace)]).call("read_file", {"path": "README.md"})
+    outcome = await CallPipeline(workspace, TOOLS, [OutputMaskingStage(workspace)]).call(
+        "read_file", {"path": "README.md"}
+    )
     assert outcome.error_code == "internal_error"
     assert "content" not in outcome.payload
 

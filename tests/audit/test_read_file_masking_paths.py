@@ -14,6 +14,7 @@ import pytest
 from repo_sandbox.audit.known import KnownSecrets
 from repo_sandbox.audit.output import TextMasker, _may_show_key_material, mask_read_file, private_key_spans
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 KEY_LIKE = "    'ArgumentDefaultsHelpFormatter',"
@@ -132,7 +133,7 @@ async def test_a_key_whose_begin_line_is_cut_from_the_page_is_masked(
     (root / "conf.py").write_text("\n".join([begin, *KEY_BODY, "-----END RSA PRIVATE KEY-----", ""]))
     ws = Workspace(make_settings(root, limits={"max_line_chars": 80}))
     try:
-        outcome = await build_pipeline(ws).call("read_file", {"path": "conf.py", "offset": offset, "limit": 3})
+        outcome = await build_pipeline(ws, TOOLS).call("read_file", {"path": "conf.py", "offset": offset, "limit": 3})
     finally:
         ws.close()
     content = outcome.payload["content"]

@@ -22,6 +22,7 @@ from repo_sandbox.audit.masking import mask_text
 from repo_sandbox.calls import CallContext
 from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from tree_files import write
@@ -383,7 +384,7 @@ async def test_no_secret_reaches_the_outcome_or_the_audit_file_through_the_pipel
     audited: tuple[Workspace, Path],
 ) -> None:
     ws, audit_file = audited
-    pipeline = build_pipeline(ws)
+    pipeline = build_pipeline(ws, TOOLS)
     calls = _calls_carrying_secrets()
     with anyio.fail_after(60):
         for number, (tool, arguments) in enumerate(calls):

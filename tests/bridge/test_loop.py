@@ -18,6 +18,7 @@ from repo_sandbox.bridge.openai import openai_tools
 from repo_sandbox.config.model import Settings
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline, Handler, ToolCall
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -225,7 +226,7 @@ def test_the_loop_runs_calls_through_the_servers_pipeline(make_client: ClientFac
     loop = ToolLoop(make_client(), go_workspace)
     assert isinstance(loop.pipeline, CallPipeline)
     assert [type(stage) for stage in loop.pipeline.stages] == [
-        type(stage) for stage in build_pipeline(go_workspace).stages
+        type(stage) for stage in build_pipeline(go_workspace, TOOLS).stages
     ]
     assert loop.pipeline.workspace is go_workspace
 
@@ -286,7 +287,7 @@ async def test_one_loop_is_one_session_and_each_call_carries_its_tool_call_id(
     chat_server.add(*script, *script)
     async with make_client() as client:
         loop = ToolLoop(client, go_workspace)
-        loop.pipeline = CallPipeline(go_workspace, [stage])
+        loop.pipeline = CallPipeline(go_workspace, TOOLS, [stage])
         with anyio.fail_after(20):
             first = await loop.run_tool_loop(QUESTION)
             second = await loop.run_tool_loop(QUESTION, session_id="caller-chosen")
@@ -339,7 +340,7 @@ async def test_parallel_calls_run_concurrently_and_answer_in_the_order_of_the_ca
     printed: list[ToolCallRecord] = []
     async with make_client() as client:
         loop = ToolLoop(client, go_workspace, on_tool_call=printed.append)
-        loop.pipeline = CallPipeline(go_workspace, [stage])
+        loop.pipeline = CallPipeline(go_workspace, TOOLS, [stage])
         with anyio.fail_after(10):
             transcript = await loop.run_tool_loop(QUESTION)
     assert stage.finished[-1] == "p0"  # it finished last ...

@@ -16,7 +16,8 @@ from repo_sandbox.bridge.openai import (
     openai_tool,
     openai_tools,
 )
-from repo_sandbox.tools.registry import TOOLS, ToolSpec
+from repo_sandbox.tools.registry import TOOLS
+from repo_sandbox.tools.spec import ToolSpec
 from repo_sandbox.wiring.convert import mcp_tool
 
 

@@ -10,6 +10,7 @@ import pytest
 from repo_sandbox.config.loader import ConfigError, load_settings
 from repo_sandbox.policy.commands import CommandPolicy
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 FAILING_RULE = (
@@ -38,7 +39,7 @@ def test_loading_checks_the_policy_unless_told_to_leave_it_for_later(config: Pat
 async def test_a_policy_left_unchecked_runs_no_command(config: Path, tmp_path: Path) -> None:
     ws = Workspace(load_settings(config, env={}, cwd=tmp_path, exec_check_later=True))
     try:
-        outcome = await build_pipeline(ws).call("execute_bash", {"command": "cksum -b a"})
+        outcome = await build_pipeline(ws, TOOLS).call("execute_bash", {"command": "cksum -b a"})
     finally:
         ws.close()
     assert outcome.is_error

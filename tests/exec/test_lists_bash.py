@@ -16,6 +16,7 @@ import pytest
 from exec_support import os_backends
 from repo_sandbox.calls import CallContext
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
@@ -147,7 +148,7 @@ async def test_a_line_runs_as_bash_runs_it(
     workspace = Workspace(make_settings(root, exec={"sandbox": backend}))
     try:
         with anyio.fail_after(60):
-            outcome = await build_pipeline(workspace).call(
+            outcome = await build_pipeline(workspace, TOOLS).call(
                 "execute_bash", {"command": line}, CallContext(session_id=uuid.uuid4().hex[:12])
             )
     finally:
@@ -160,10 +161,10 @@ async def test_steps_report_each_element_and_skipped_ones_as_null(trees: tuple[P
     root, _ = trees
     workspace = Workspace(make_settings(root, exec={"sandbox": "none"}))
     try:
-        outcome = await build_pipeline(workspace).call(
+        outcome = await build_pipeline(workspace, TOOLS).call(
             "execute_bash", {"command": "cd nosuch; ls nosuch || true && false || echo x"}, CallContext()
         )
-        single = await build_pipeline(workspace).call("execute_bash", {"command": "ls | wc -l"}, CallContext())
+        single = await build_pipeline(workspace, TOOLS).call("execute_bash", {"command": "ls | wc -l"}, CallContext())
     finally:
         workspace.close()
     assert outcome.payload["steps"] == [
@@ -183,7 +184,7 @@ async def test_a_refusal_names_the_element_and_nothing_runs(
     root, _ = trees
     workspace = Workspace(make_settings(root, exec={"sandbox": "none"}))
     try:
-        outcome = await build_pipeline(workspace).call(
+        outcome = await build_pipeline(workspace, TOOLS).call(
             "execute_bash", {"command": "sleep 5; cat ../copy/README.md"}, CallContext()
         )
     finally:

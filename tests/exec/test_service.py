@@ -21,6 +21,7 @@ from repo_sandbox.exec import service as service_module
 from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallOutcome
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -62,9 +63,9 @@ def open_workspace(make_settings: Any, plain: Path) -> Iterator[Callable[..., Wo
 
 
 async def call(workspace: Workspace, command: str, session: str | None = None, **arguments: Any) -> CallOutcome:
-    context = CallContext(session_id=session or uuid.uuid4().hex[:12], extras=arguments.pop("extras", {}))
+    context = CallContext(session_id=session or uuid.uuid4().hex[:12], approve=arguments.pop("approve", None))
     with anyio.fail_after(30):
-        return await build_pipeline(workspace).call("execute_bash", {"command": command, **arguments}, context)
+        return await build_pipeline(workspace, TOOLS).call("execute_bash", {"command": command, **arguments}, context)
 
 
 # -- limits -------------------------------------------------------------------------------------------------
@@ -261,9 +262,9 @@ async def test_ask_programs_fail_closed_without_an_approval_channel(open_workspa
     assert outcome.error_code == "approval_required"
     assert outcome.payload["error"]["details"]["programs"] == ["wc"]
     seen: list[tuple[str, dict[str, Any]]] = []
-    denied = await call(workspace, "wc -l README.md", extras={"approve": approver(False, seen)})
+    denied = await call(workspace, "wc -l README.md", approve=approver(False, seen))
     assert denied.error_code == "approval_denied"
-    approved = await call(workspace, "wc -l README.md", extras={"approve": approver(True, seen)})
+    approved = await call(workspace, "wc -l README.md", approve=approver(True, seen))
     assert approved.payload["stdout"] == "1 README.md\n"
     assert seen[0] == ("wc -l README.md", {"programs": ["wc"], "rule": "exec.ask", "cwd": "."})
 
@@ -276,7 +277,7 @@ async def test_a_list_is_approved_once_before_any_element_runs(open_workspace: C
     assert refused.duration_ms < 4000  # nothing ran
     seen: list[tuple[str, dict[str, Any]]] = []
     command = "cat README.md >/dev/null && wc -l README.md; false && cd nosuch; wc -c README.md"
-    approved = await call(workspace, command, extras={"approve": approver(True, seen)})
+    approved = await call(workspace, command, approve=approver(True, seen))
     assert approved.payload["stdout"] == "1 README.md\n6 README.md\n"
     assert [step["exit_code"] for step in approved.payload["steps"]] == [0, 0, 1, None, 0]
     assert seen == [(command, {"programs": ["wc"], "rule": "exec.ask", "cwd": "."})]

@@ -20,6 +20,7 @@ from support import build_small_repo
 
 from repo_sandbox.calls import CallContext
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 STRING_ARGUMENTS: dict[str, dict[str, Any]] = {
@@ -86,7 +87,7 @@ def test_no_string_argument_yields_internal_error(workspace: Workspace, call: tu
     async def run() -> Any:
         context = CallContext(session_id=f"hostile-{next(SESSIONS)}")  # no guard rail remembers the last one
         with anyio.fail_after(60):
-            return await build_pipeline(workspace).call(tool, arguments, context)
+            return await build_pipeline(workspace, TOOLS).call(tool, arguments, context)
 
     outcome = anyio.run(run)
     if outcome.is_error:
@@ -110,7 +111,7 @@ def test_a_nul_byte_in_any_string_argument_is_invalid_arguments(
     async def run() -> Any:
         context = CallContext(session_id=f"nul-{next(SESSIONS)}")
         with anyio.fail_after(60):
-            return await build_pipeline(workspace).call(tool, {**STRING_ARGUMENTS[tool], name: value}, context)
+            return await build_pipeline(workspace, TOOLS).call(tool, {**STRING_ARGUMENTS[tool], name: value}, context)
 
     outcome = anyio.run(run)
     assert outcome.is_error

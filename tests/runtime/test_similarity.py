@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from repo_sandbox.runtime.similarity import canonical, normalise_arguments, similarity
+from repo_sandbox.tools.registry import TOOLS_BY_NAME
 
 
 @pytest.mark.parametrize(
@@ -27,7 +28,7 @@ from repo_sandbox.runtime.similarity import canonical, normalise_arguments, simi
     ],
 )
 def test_normalise_arguments_drops_defaults(tool: str, arguments: Any, expected: dict[str, Any]) -> None:
-    assert normalise_arguments(tool, arguments) == expected
+    assert normalise_arguments(TOOLS_BY_NAME.get(tool), arguments) == expected
 
 
 @pytest.mark.parametrize(

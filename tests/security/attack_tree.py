@@ -26,6 +26,7 @@ import anyio
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallOutcome
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 OUTSIDE_MARKER: Final = "OUTSIDE-SECRET-7f3a9c"
@@ -186,7 +187,7 @@ def call_bounded(ws: Workspace, tool: str, arguments: dict[str, Any]) -> CallOut
 
     def run() -> None:
         try:
-            result.append(anyio.run(build_pipeline(ws).call, tool, arguments))
+            result.append(anyio.run(build_pipeline(ws, TOOLS).call, tool, arguments))
         except BaseException as exc:  # noqa: BLE001  # re-raised in the test thread below
             errors.append(exc)
 

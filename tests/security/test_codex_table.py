@@ -15,6 +15,7 @@ from codex_commands import SAFE_PROGRAM_ROWS, SAFE_ROWS, UNSAFE_ROWS
 from exec_support import git, tree_snapshot
 from repo_sandbox.calls import CallContext
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
@@ -53,7 +54,7 @@ async def outcomes(root: Path, make_settings: Any, rows: tuple[str, ...]) -> dic
     try:
         for row in rows:
             with anyio.fail_after(60):
-                outcome = await build_pipeline(workspace).call(
+                outcome = await build_pipeline(workspace, TOOLS).call(
                     "execute_bash", {"command": row}, CallContext(session_id=uuid.uuid4().hex[:12])
                 )
             found[row] = (outcome.error_code or "error") if outcome.is_error else "ran"

@@ -36,6 +36,7 @@ from repo_sandbox.calls import CallContext
 from repo_sandbox.exec.sandbox import Backend
 from repo_sandbox.policy.exec_model import DEFAULT_ALLOW
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -622,7 +623,9 @@ async def test_attack_is_refused_or_contained(
         arguments["timeout"] = attack.timeout
     try:
         with anyio.fail_after(90):  # the command's own limit is 30 s; a loaded CI machine needs the rest
-            outcome = await build_pipeline(workspace).call("execute_bash", arguments, CallContext(session_id=session))
+            outcome = await build_pipeline(workspace, TOOLS).call(
+                "execute_bash", arguments, CallContext(session_id=session)
+            )
     finally:
         workspace.close()
     payload = json.dumps(outcome.payload)

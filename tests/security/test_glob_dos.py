@@ -29,11 +29,12 @@ import anyio
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.workspace import Workspace
+from repo_sandbox.tools.registry import TOOLS
 
 root, glob = sys.argv[1], sys.argv[2]
 ws = Workspace(load_settings(None, env={}, overrides={("workspace", "root"): root}))
 try:
-    pipeline = build_pipeline(ws)
+    pipeline = build_pipeline(ws, TOOLS)
     calls = [
         ("search_files", {"pattern": glob}),
         ("search_files", {"pattern": glob, "sort": "modified"}),

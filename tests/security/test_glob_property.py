@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallPipeline as Pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.slow
@@ -51,7 +52,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     overrides = {("workspace", "root"): str(root), **{("guard", key): 1000 for key in NO_BREAKER}}
     workspace = Workspace(load_settings(None, env={}, overrides=overrides))
     try:
-        yield build_pipeline(workspace)
+        yield build_pipeline(workspace, TOOLS)
     finally:
         workspace.close()
 

@@ -19,6 +19,7 @@ from exec_support import git, os_backends
 from repo_sandbox.calls import CallContext
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
@@ -70,7 +71,7 @@ async def test_where_a_program_runs(
     backend, workspace = backend_ws
     session = CallContext(session_id=uuid.uuid4().hex[:12])
     with anyio.fail_after(60):
-        outcome = await build_pipeline(workspace).call("execute_bash", {"command": command, "cwd": cwd}, session)
+        outcome = await build_pipeline(workspace, TOOLS).call("execute_bash", {"command": command, "cwd": cwd}, session)
     assert not outcome.is_error, outcome.payload
     payload = json.dumps(outcome.payload)
     if backend.startswith("bwrap"):
@@ -110,7 +111,7 @@ async def test_absolute_operands_are_read_where_the_program_sees_the_repository(
     text = command.replace("HOSTROOT", str(repo)).replace("ROOT", shown)
     session = CallContext(session_id=uuid.uuid4().hex[:12])
     with anyio.fail_after(60):
-        outcome = await build_pipeline(workspace).call("execute_bash", {"command": text}, session)
+        outcome = await build_pipeline(workspace, TOOLS).call("execute_bash", {"command": text}, session)
     expected = bwrap if backend.startswith("bwrap") else landlock
     assert (outcome.error_code or "ok") == expected, outcome.payload
     if expected == "ok":

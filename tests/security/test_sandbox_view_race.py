@@ -33,6 +33,7 @@ from repo_sandbox.calls import CallContext
 from repo_sandbox.exec.sandbox import LAUNCHER
 from repo_sandbox.exec.service import ExecService
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -85,7 +86,7 @@ async def call(workspace: Workspace, command: str) -> tuple[str, str]:
     """(error code or 'ok', the serialised result) of one execute_bash call through the whole server."""
     session = CallContext(session_id=uuid.uuid4().hex[:12])
     with anyio.fail_after(60):
-        outcome = await build_pipeline(workspace).call("execute_bash", {"command": command}, session)
+        outcome = await build_pipeline(workspace, TOOLS).call("execute_bash", {"command": command}, session)
     return outcome.error_code or "ok", json.dumps(outcome.payload)
 
 

@@ -24,6 +24,7 @@ from repo_sandbox.calls import CallContext
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.exec.sandbox import Backend, installed
 from repo_sandbox.runtime.assembly import build_pipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -208,7 +209,7 @@ async def test_a_symlink_to_outside_is_refused_or_harmless(
     _, root = linked
     session = CallContext(session_id=uuid.uuid4().hex[:12])
     with anyio.fail_after(60):
-        outcome = await build_pipeline(workspace).call("execute_bash", {"command": command}, session)
+        outcome = await build_pipeline(workspace, TOOLS).call("execute_bash", {"command": command}, session)
     payload = json.dumps(outcome.payload)
     if expect == RAN:
         assert not outcome.is_error, payload

@@ -16,6 +16,7 @@ from repo_sandbox.calls import CallContext
 from repo_sandbox.exec.sandbox import Backend
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallOutcome
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -60,7 +61,7 @@ def workspace_for(request: pytest.FixtureRequest, project: Path, make_settings: 
 
 async def run(workspace: Workspace, command: str, **arguments: Any) -> CallOutcome:
     with anyio.fail_after(30):
-        return await build_pipeline(workspace).call(
+        return await build_pipeline(workspace, TOOLS).call(
             "execute_bash", {"command": command, **arguments}, CallContext(session_id=uuid.uuid4().hex[:12])
         )
 

@@ -25,7 +25,9 @@ class RecordSessions:
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> RecordSessions:
     recorder = RecordSessions()
-    monkeypatch.setattr(handlers, "build_pipeline", lambda workspace, loop=None: CallPipeline(workspace, [recorder]))
+    monkeypatch.setattr(
+        handlers, "build_pipeline", lambda workspace, tools, loop=None: CallPipeline(workspace, tools, [recorder])
+    )
     return recorder
 
 

@@ -25,6 +25,7 @@ from repo_sandbox.calls import CallContext
 from repo_sandbox.errors import InvalidArgumentsError
 from repo_sandbox.runtime.assembly import build_pipeline
 from repo_sandbox.runtime.pipeline import CallOutcome, CallPipeline
+from repo_sandbox.tools.registry import TOOLS
 from repo_sandbox.wiring.render import result_text
 from repo_sandbox.workspace import Workspace
 
@@ -132,7 +133,7 @@ class ToolLoop:
         on_tool_call: OnToolCall | None = None,
     ) -> None:
         self.client = client
-        self.pipeline: CallPipeline = build_pipeline(workspace)
+        self.pipeline: CallPipeline = build_pipeline(workspace, TOOLS)
         self.tools: list[Mapping[str, Any]] = list(
             openai_tools(settings=workspace.settings) if tools is None else tools
         )

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from repo_sandbox.config.model import Settings
-from repo_sandbox.tools.registry import TOOLS, ToolSpec
+from repo_sandbox.tools.registry import TOOLS
+from repo_sandbox.tools.spec import ToolSpec
 from repo_sandbox.wiring.convert import mcp_tool
 
 OPENAI_DESCRIPTION_LIMIT: Final = 1024

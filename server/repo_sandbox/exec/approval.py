@@ -1,13 +1,12 @@
-"""Approval of a command whose programs are in `exec.ask`: the user's yes through the call's `APPROVE`
+"""Approval of a command whose programs are in `exec.ask`: the user's yes through the call's `approve`
 provider (`runtime.approvals`), fail closed without one, every step recorded in the audit trail."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
 
 from repo_sandbox.audit.log import AuditLog
-from repo_sandbox.calls import APPROVE, Approve
+from repo_sandbox.calls import Approve
 from repo_sandbox.errors import ApprovalDeniedError, ApprovalRequiredError
 from repo_sandbox.policy.commands import Evaluation
 
@@ -15,7 +14,7 @@ RULE = "exec.ask"
 
 
 async def obtain_approval(
-    audit: AuditLog, ask: Collection[str], command: str, evaluation: Evaluation, cwd: str, extras: dict[str, Any]
+    audit: AuditLog, ask: Collection[str], command: str, evaluation: Evaluation, cwd: str, approve: Approve | None
 ) -> None:
     """Returns when the user approved this one run.
 
@@ -25,7 +24,6 @@ async def obtain_approval(
     """
     programs = sorted({p.program for p in evaluation.plans if p.program in ask})
     details = {"programs": programs, "rule": RULE, "cwd": cwd}
-    approve: Approve | None = extras.get(APPROVE)
     if approve is None:
         audit.decision("approval_required", decision="deny", rule=RULE, programs=programs, command=command)
         raise ApprovalRequiredError(

@@ -1,7 +1,7 @@
 """execute_bash end to end for one workspace: parse, expand, judge, approve, sandbox, run, shape the result.
 
 Approvals (`exec.approval`): a command whose programs include one from `exec.ask` runs only after the
-user's yes through the call's `extras[calls.APPROVE]`; without that provider it is refused with
+user's yes through the call's `CallContext.approve`; without that provider it is refused with
 `approval_required` (fail closed). Nothing is remembered between calls.
 
 Every error raised once the command has started (`timeout`, `killed`, `sandbox_failed`) carries
@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import anyio
 
+from repo_sandbox.calls import Approve
 from repo_sandbox.errors import (
     ApprovalRequiredError,
     ArgumentNotAllowedError,
@@ -380,7 +381,7 @@ class ExecService:
         return built
 
     async def execute(
-        self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, extras: dict[str, Any]
+        self, command: str, *, cwd: str, timeout_s: float | None, session_id: str, approve: Approve | None
     ) -> ExecOutcome:
         """Raises: SandboxError for every refusal; TimeoutExceededError carries the partial output."""
         timeout_s = self.timeout_for(timeout_s)
@@ -419,7 +420,7 @@ class ExecService:
         try:
             if planned.built is None:
                 await obtain_approval(
-                    self.workspace.audit, self.policy.ask, command, planned.evaluation, planned.start.real, extras
+                    self.workspace.audit, self.policy.ask, command, planned.evaluation, planned.start.real, approve
                 )
                 approved = True
                 started = time.perf_counter()

@@ -1,6 +1,6 @@
 """Approval of one command by the user (exec rules whose decision is "ask"), over elicitation.
 
-The provider: `CallContext.extras["approve"]`, `await approve(command_text, details) -> bool`, present only
+The provider: `CallContext.approve`, `await approve(command_text, details) -> bool`, present only
 when the client can ask its user (else a program in `exec.ask` fails closed with `approval_required`).
 It shows the exact command; accept with "approve" ticked runs it, anything else (decline, cancel, an
 unticked box, no answer) is False (`approval_denied`). An approval covers that one call only: nothing is

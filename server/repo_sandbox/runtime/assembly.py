@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from repo_sandbox.runtime.audit_stage import AuditStage, OutputMaskingStage
@@ -11,6 +12,7 @@ from repo_sandbox.runtime.elicitation import NonceLedger
 from repo_sandbox.runtime.guard import GuardStage
 from repo_sandbox.runtime.pipeline import CallPipeline, Stage
 from repo_sandbox.runtime.stats import StatsStage
+from repo_sandbox.tools.spec import ToolSpec
 from repo_sandbox.workspace import Workspace
 
 
@@ -53,6 +55,7 @@ def build_stages(workspace: Workspace, loop: AgentLoopState | None = None) -> li
     return stages
 
 
-def build_pipeline(workspace: Workspace, loop: AgentLoopState | None = None) -> CallPipeline:
-    """The one pipeline that every transport (and `repo-sandbox call`) runs tool calls through."""
-    return CallPipeline(workspace, build_stages(workspace, loop))
+def build_pipeline(workspace: Workspace, tools: Iterable[ToolSpec], loop: AgentLoopState | None = None) -> CallPipeline:
+    """The one pipeline that every transport (and `repo-sandbox call`) runs calls to `tools` through (they pass
+    the tool table, `tools.registry.TOOLS`)."""
+    return CallPipeline(workspace, tools, build_stages(workspace, loop))

@@ -24,7 +24,7 @@ from repo_sandbox.audit.log import AuditLog
 from repo_sandbox.audit.output import OUTPUT_MASKERS, TextMasker, mask_error, mask_strings
 from repo_sandbox.runtime.elicitation import InputRequired
 from repo_sandbox.runtime.pipeline import CallOutcome, Handler, ToolCall
-from repo_sandbox.tools.registry import TOOLS_BY_NAME
+from repo_sandbox.tools.spec import ToolSpec
 from repo_sandbox.workspace import Workspace
 
 
@@ -108,8 +108,7 @@ def _larger_than(value: Any, limit: int) -> bool:
 
 
 @functools.cache
-def _reports_redactions(tool: str) -> bool:
-    spec = TOOLS_BY_NAME.get(tool)
+def _reports_redactions(spec: ToolSpec | None) -> bool:
     return spec is not None and all("redactions" in model.model_fields for model in spec.result_models)
 
 
@@ -133,7 +132,7 @@ class OutputMaskingStage:
             self.workspace.audit.decision(
                 "output_masked", decision="mask", rule="audit.redact_output", redactions=total, kinds=sorted(counts)
             )
-        if not outcome.is_error and _reports_redactions(outcome.tool):
+        if not outcome.is_error and _reports_redactions(call.spec):
             payload["redactions"] = total
         return CallOutcome(outcome.tool, payload, outcome.is_error, outcome.duration_ms)
 

@@ -1,7 +1,7 @@
 """Asking the human through the client (MCP elicitation), the same way in both protocol eras.
 
 Tools and stages see one function, `await elicit(message, requested_schema) -> ElicitAnswer`, found in
-`CallContext.extras["elicit"]` only when the client can show a form to its user:
+`CallContext.elicit` only when the client can show a form to its user:
 - 2025-11-25 and older (handshake era): a live `elicitation/create` request on the back-channel, bounded by
   `ELICIT_TIMEOUT_S` (no answer in time counts as "cancel");
 - 2026-07-28: the call *pauses*: `elicit` raises `InputRequired`, which the tools/call handler turns into an

@@ -6,14 +6,13 @@ refusals (`circuit_open`, `repeated_call`). Refusals by stages outside the guard
 A call that ends without an outcome (cancelled, or waiting for the user's answer) counts as nothing.
 
 When a circuit opens or closes, the session is told that its tool list changed (the listing marks the
-blocked arguments), through `CallContext.extras["tools_changed"]` when the transport provides it.
+blocked arguments), through `CallContext.tools_changed` when the transport provides it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from repo_sandbox.config.model import GuardConfig
 from repo_sandbox.errors import CircuitOpenError, RepeatedCallError
@@ -23,12 +22,6 @@ from repo_sandbox.runtime.pipeline import CallOutcome, Handler, ToolCall
 from repo_sandbox.runtime.sessions import SessionTable
 from repo_sandbox.runtime.similarity import Arguments, canonical, describe, normalise_arguments
 from repo_sandbox.runtime.stats import UNKNOWN_TOOL
-from repo_sandbox.tools.registry import TOOLS_BY_NAME
-
-TOOLS_CHANGED: Final = "tools_changed"
-"""Key in `CallContext.extras` of `async () -> None` telling this session's client its tool list changed."""
-
-ToolsChanged = Callable[[], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -75,8 +68,8 @@ def failure_of(outcome: CallOutcome) -> FailureInfo | None:
 
 def guarded_call(call: ToolCall) -> tuple[str, Arguments]:
     """The (tool, normalised arguments) the guard keys on; unknown tool names share one key (bounded memory)."""
-    arguments = normalise_arguments(call.tool, call.arguments)
-    if call.tool in TOOLS_BY_NAME:
+    arguments = normalise_arguments(call.spec, call.arguments)
+    if call.spec is not None:
         return call.tool, arguments
     return UNKNOWN_TOOL, {"(tool)": call.tool, **arguments}
 
@@ -128,7 +121,7 @@ class GuardStage:
             raise
         changes = guard.breaker.record(tool, arguments, admission, failure_of(outcome))
         guard.repeats.record(key, self.clock.now(), self.config)
-        notify: ToolsChanged | None = call.context.extras.get(TOOLS_CHANGED)
+        notify = call.context.tools_changed
         if changes and notify is not None:
             await notify()
         return outcome

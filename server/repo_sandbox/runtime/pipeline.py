@@ -9,6 +9,10 @@ Stages are middleware: `await stage(call, call_next)` may refuse a call by raisi
 or observe the outcome of `call_next(call)`, or do both. A stage's own refusal is graded right where it is
 raised, so the stages outside it (audit, budgets) still see an outcome. The order is fixed by whoever builds
 the pipeline (`runtime.assembly.build_stages`), outermost first.
+
+The pipeline knows the tools it is given (`ToolSpec`s, from the wiring or the bridge, normally the whole
+`tools.registry.TOOLS`); each call carries its tool's spec (`ToolCall.spec`, None for an unknown name) to the
+stages and the body.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,9 +29,9 @@ import anyio
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from repo_sandbox.calls import ELICIT, CallContext
+from repo_sandbox.calls import CallContext
 from repo_sandbox.errors import InternalError, InvalidArgumentsError, SandboxError
-from repo_sandbox.tools.registry import TOOLS_BY_NAME, ToolSpec
+from repo_sandbox.tools.spec import ToolSpec
 from repo_sandbox.workspace import Workspace
 
 logger = logging.getLogger("repo_sandbox")
@@ -70,11 +74,9 @@ class ToolCall:
     arguments: Any
     """As the client sent them: normally a JSON object; anything else is refused by validation."""
     context: CallContext
+    spec: ToolSpec | None = None
+    """The tool's spec, when the pipeline knows a tool of that name."""
     started: float = field(default_factory=time.perf_counter)
-
-    @property
-    def spec(self) -> ToolSpec | None:
-        return TOOLS_BY_NAME.get(self.tool)
 
     def outcome(self, payload: dict[str, Any], *, is_error: bool) -> CallOutcome:
         return CallOutcome(self.tool, payload, is_error, (time.perf_counter() - self.started) * 1000)
@@ -129,16 +131,13 @@ def invalid_arguments_from(exc: ValidationError, tool: str) -> InvalidArgumentsE
     )
 
 
-def resolve_spec(tool: str, context: CallContext, workspace: Workspace) -> ToolSpec:
-    """Raises: InvalidArgumentsError for an unknown tool, naming the tools this caller is offered."""
-    spec = TOOLS_BY_NAME.get(tool)
-    if spec is None:
-        can_elicit = ELICIT in context.extras
-        offered = sorted(
-            name for name, s in TOOLS_BY_NAME.items() if s.offered(workspace.settings, can_elicit=can_elicit)
-        )
-        raise InvalidArgumentsError(f"Unknown tool '{tool}'.", hint=f"Use one of: {', '.join(offered)}.", tool=tool)
-    return spec
+def unknown_tool(
+    tool: str, context: CallContext, workspace: Workspace, tools: Iterable[ToolSpec]
+) -> InvalidArgumentsError:
+    """The refusal of a call to a name that is not one of `tools`, naming the tools this caller is offered."""
+    can_elicit = context.elicit is not None
+    offered = sorted(spec.name for spec in tools if spec.offered(workspace.settings, can_elicit=can_elicit))
+    return InvalidArgumentsError(f"Unknown tool '{tool}'.", hint=f"Use one of: {', '.join(offered)}.", tool=tool)
 
 
 def validate_arguments(spec: ToolSpec, arguments: Any) -> Any:
@@ -159,12 +158,11 @@ def validate_arguments(spec: ToolSpec, arguments: Any) -> Any:
     return args
 
 
-async def run_tool(workspace: Workspace, call: ToolCall) -> dict[str, Any]:
+async def run_tool(workspace: Workspace, spec: ToolSpec, call: ToolCall) -> dict[str, Any]:
     """Validate and run one tool body; returns the success payload or raises SandboxError.
 
     Synchronous bodies run in a worker thread; `async def` bodies also receive the call context.
     """
-    spec = resolve_spec(call.tool, call.context, workspace)
     args = validate_arguments(spec, call.arguments)
     if inspect.iscoroutinefunction(spec.body):
         result = await spec.body(workspace, args, call.context)
@@ -184,10 +182,11 @@ def _graded(stage: Stage, call_next: Handler) -> Handler:
 
 
 class CallPipeline:
-    """Runs tool calls for one workspace through the stages and grades every failure."""
+    """Runs calls to `tools` for one workspace through the stages and grades every failure."""
 
-    def __init__(self, workspace: Workspace, stages: Sequence[Stage] = ()) -> None:
+    def __init__(self, workspace: Workspace, tools: Iterable[ToolSpec], stages: Sequence[Stage] = ()) -> None:
         self.workspace = workspace
+        self.tools: Mapping[str, ToolSpec] = {spec.name: spec for spec in tools}
         self.stages = tuple(stages)
         handler: Handler = self._run_body
         for stage in reversed(self.stages):
@@ -196,10 +195,12 @@ class CallPipeline:
 
     async def _run_body(self, call: ToolCall) -> CallOutcome:
         try:
-            return call.outcome(await run_tool(self.workspace, call), is_error=False)
+            if call.spec is None:
+                raise unknown_tool(call.tool, call.context, self.workspace, self.tools.values())
+            return call.outcome(await run_tool(self.workspace, call.spec, call), is_error=False)
         except Exception as exc:  # noqa: BLE001  # every crash becomes an internal_error outcome
             return call.failed(exc)
 
     async def call(self, tool: str, arguments: Any, context: CallContext | None = None) -> CallOutcome:
         """Run one call to completion; never raises for a tool failure (it becomes the outcome's payload)."""
-        return await self._handler(ToolCall(tool, arguments, context or CallContext()))
+        return await self._handler(ToolCall(tool, arguments, context or CallContext(), self.tools.get(tool)))

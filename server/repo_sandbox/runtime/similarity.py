@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from pydantic_core import PydanticUndefined
 
-from repo_sandbox.tools.registry import TOOLS_BY_NAME
+from repo_sandbox.tools.spec import ToolSpec
 
 MAX_TOKENS_PER_VALUE: Final = 256
 """Only this many leading tokens of one value are compared (keeps the measure cheap for huge arguments)."""
@@ -36,13 +36,13 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 Arguments = dict[str, Any]
 
 
-def normalise_arguments(tool: str, arguments: Any) -> Arguments:
-    """The arguments as the guard compares them: a dict without the values equal to the tool's defaults."""
+def normalise_arguments(spec: ToolSpec | None, arguments: Any) -> Arguments:
+    """The arguments as the guard compares them: a dict without the values equal to the tool's defaults
+    (`spec` None, an unknown tool: every value kept)."""
     if arguments is None:
         return {}
     if not isinstance(arguments, dict):
         return {"(arguments)": arguments}
-    spec = TOOLS_BY_NAME.get(tool)
     fields = spec.args_model.model_fields if spec is not None else {}
     normalised: Arguments = {}
     for key, value in arguments.items():  # pyright: ignore[reportUnknownVariableType]

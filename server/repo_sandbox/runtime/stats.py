@@ -12,7 +12,6 @@ from typing import Any
 
 from repo_sandbox.runtime.pipeline import CallOutcome, Handler, ToolCall
 from repo_sandbox.runtime.sessions import SessionTable
-from repo_sandbox.tools.registry import TOOLS_BY_NAME
 
 UNKNOWN_TOOL = "(unknown tool)"
 """Calls to names that are not tools are counted together (a client cannot grow the table at will)."""
@@ -52,7 +51,7 @@ class StatsStage:
 
     async def __call__(self, call: ToolCall, call_next: Handler) -> CallOutcome:
         outcome = await call_next(call)
-        tool = call.tool if call.tool in TOOLS_BY_NAME else UNKNOWN_TOOL
+        tool = call.tool if call.spec is not None else UNKNOWN_TOOL
         for table in (self.sessions.get(call.context.session_id), self.server):
             table.setdefault(tool, ToolStats()).add(outcome)
         return outcome

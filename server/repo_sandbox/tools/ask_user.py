@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from repo_sandbox.calls import ELICIT, Elicit
+from repo_sandbox.calls import Elicit
 from repo_sandbox.errors import ApprovalRequiredError
 from repo_sandbox.tools._results import ResultModel
 from repo_sandbox.workspace import Workspace
@@ -101,7 +101,7 @@ def _answer(question: Question, value: Any) -> str | None:
 async def ask_user(ws: Workspace, args: AskUserArgs, context: CallContext) -> AskUserResult:
     """Raises: ApprovalRequiredError when the client cannot show questions to its user."""
     del ws
-    elicit: Elicit | None = context.extras.get(ELICIT)
+    elicit: Elicit | None = context.elicit
     if elicit is None:
         raise ApprovalRequiredError(
             "ask_user needs a client that can show questions to its user (MCP elicitation); this one cannot.",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
+from repo_sandbox.calls import CallContext
 from repo_sandbox.config.model import Settings
 from repo_sandbox.exec.installed import programs
 from repo_sandbox.exec.service import exec_service
@@ -89,14 +90,14 @@ class ExecuteBashResult(ResultModel):
     )
 
 
-async def execute_bash(ws: Workspace, args: ExecuteBashArgs, context: Any) -> ExecuteBashResult:
+async def execute_bash(ws: Workspace, args: ExecuteBashArgs, context: CallContext) -> ExecuteBashResult:
     """Raises: SandboxError for refusals (parse, policy, jail, approval, sandbox) and timeouts."""
     outcome = await exec_service(ws).execute(
         args.command,
         cwd=args.cwd,
         timeout_s=args.timeout,
-        session_id=getattr(context, "session_id", "local"),
-        extras=getattr(context, "extras", {}),
+        session_id=context.session_id,
+        approve=context.approve,
     )
     return ExecuteBashResult(
         exit_code=outcome.exit_code,

@@ -14,7 +14,7 @@ from repo_sandbox.wiring.render import result_text
 if TYPE_CHECKING:
     from repo_sandbox.config.model import Settings
     from repo_sandbox.runtime.pipeline import CallOutcome
-    from repo_sandbox.tools.registry import ToolSpec
+    from repo_sandbox.tools.spec import ToolSpec
 
 
 def mcp_tool(spec: ToolSpec, settings: Settings | None = None) -> Tool:

@@ -25,7 +25,7 @@ from mcp.types import (
     Tool,
 )
 
-from repo_sandbox.calls import APPROVE, ELICIT, CallContext
+from repo_sandbox.calls import CallContext
 from repo_sandbox.engine import select
 from repo_sandbox.errors import SandboxFailedError
 from repo_sandbox.roots import SessionRoots
@@ -33,7 +33,6 @@ from repo_sandbox.runtime.approvals import make_approve
 from repo_sandbox.runtime.assembly import AgentLoopState, build_pipeline
 from repo_sandbox.runtime.clock import Clock
 from repo_sandbox.runtime.elicitation import InputRequired, can_ask_user, elicitor_for, uses_input_required
-from repo_sandbox.runtime.guard import TOOLS_CHANGED
 from repo_sandbox.runtime.pipeline import CallPipeline, ToolCall
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
 from repo_sandbox.wiring.convert import call_tool_result, mcp_tool
@@ -56,7 +55,7 @@ class ToolHandlers:
     ) -> None:
         self.workspace = workspace
         self.loop = AgentLoopState.from_workspace(workspace, clock)
-        self.pipeline = build_pipeline(workspace, self.loop)
+        self.pipeline = build_pipeline(workspace, TOOLS, self.loop)
         self.roots = roots
         self._pipelines: dict[int, CallPipeline] = {id(workspace): self.pipeline}
         """One pipeline per served workspace (client roots), all sharing the session state of `loop`."""
@@ -67,7 +66,7 @@ class ToolHandlers:
     def _pipeline(self, workspace: Workspace) -> CallPipeline:
         pipeline = self._pipelines.get(id(workspace))
         if pipeline is None:
-            pipeline = self._pipelines[id(workspace)] = build_pipeline(workspace, self.loop)
+            pipeline = self._pipelines[id(workspace)] = build_pipeline(workspace, TOOLS, self.loop)
         return pipeline
 
     @functools.cached_property
@@ -110,7 +109,6 @@ class ToolHandlers:
             else:
                 await ctx.session.send_tool_list_changed()
 
-        extras: dict[str, Any] = {TOOLS_CHANGED: tools_changed}
         elicit = elicitor_for(
             ctx.session,
             ctx.protocol_version,
@@ -119,9 +117,6 @@ class ToolHandlers:
             input_responses=params.input_responses,
             ledger=self.loop.nonces,
         )
-        if elicit is not None:
-            extras[ELICIT] = elicit
-            extras[APPROVE] = make_approve(elicit)
         session_id = self._session_of(ctx)
         pipeline = self.pipeline
         if self.roots is not None:
@@ -139,7 +134,9 @@ class ToolHandlers:
             session_id=session_id,
             request_id=None if ctx.request_id is None else str(ctx.request_id),
             report_progress=ctx.session.report_progress,
-            extras=extras,
+            elicit=elicit,
+            approve=None if elicit is None else make_approve(elicit),
+            tools_changed=tools_changed,
         )
         try:
             outcome = await pipeline.call(params.name, params.arguments, context)

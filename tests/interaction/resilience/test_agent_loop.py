@@ -21,7 +21,8 @@ from repo_sandbox.errors import IOFailureError
 from repo_sandbox.runtime.clock import FakeClock
 from repo_sandbox.testing import Mode, ServerFactory, Session, open_session
 from repo_sandbox.tools._results import ResultModel
-from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
+from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
+from repo_sandbox.tools.spec import ToolSpec
 from repo_sandbox.wiring import handlers
 from repo_sandbox.workspace import Workspace
 

@@ -12,11 +12,12 @@ from mcp import Client, MCPError
 from mcp.types import CallToolResult, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from repo_sandbox.calls import APPROVE, Approve, CallContext
+from repo_sandbox.calls import Approve, CallContext
 from repo_sandbox.errors import ApprovalDeniedError, ApprovalRequiredError
 from repo_sandbox.testing import Mode, ScriptedUser, ServerFactory, open_session
 from repo_sandbox.tools._results import ResultModel
-from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME, ToolSpec
+from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
+from repo_sandbox.tools.spec import ToolSpec
 from repo_sandbox.wiring import handlers
 from repo_sandbox.workspace import Workspace
 
@@ -123,7 +124,7 @@ RUNS: list[str] = []
 
 async def approval_probe(ws: Workspace, args: ProbeArgs, context: CallContext) -> ProbeResult:
     """What a program in exec.ask does: no provider -> approval_required; a no -> approval_denied."""
-    approve: Approve | None = context.extras.get(APPROVE)
+    approve: Approve | None = context.approve
     if approve is None:
         raise ApprovalRequiredError(f"'{args.command}' needs the user's approval, which this client cannot ask for.")
     if not await approve(args.command, {"program": args.command.split()[0], "rule": "exec.ask"}):
