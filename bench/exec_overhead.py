@@ -3,7 +3,7 @@ OS sandbox's own cost (`bwrap <our jail> true` against `true`). Prints medians a
 
 Target (DESIGN.md §8): execute_bash overhead <= the sandbox's own measured cost + 3 ms.
 Each command is also run unsandboxed exactly as the policy rewrites it ("policy argv": forced flags, git's
-hardening environment and the deny-list exclude pathspecs that can match something, `exec.gitexcludes`),
+hardening environment and the deny-list exclude pathspecs that can match something, `exec.git.excludes`),
 so that the work the policy adds inside the program (git matching paths against the pathspecs) is told
 apart from the server's own overhead; for git also with the whole deny-list as before that pruning.
 

@@ -38,9 +38,9 @@ from repo_sandbox.errors import (
 from repo_sandbox.exec.approval import obtain_approval
 from repo_sandbox.exec.binds import SANDBOX_ROOT
 from repo_sandbox.exec.chain import Judged, Judgement, Place, judge_all, judge_one, merged, name_element, run_list
-from repo_sandbox.exec.gitblame import RenameSources
-from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
-from repo_sandbox.exec.gitobjects import verify_objects
+from repo_sandbox.exec.git.blame import RenameSources
+from repo_sandbox.exec.git.excludes import ExcludePruner, PruneCheck
+from repo_sandbox.exec.git.objects import verify_objects
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
 from repo_sandbox.exec.installed import programs as installed_programs
 from repo_sandbox.exec.operands import JailPaths
@@ -65,7 +65,7 @@ REPORTED_LIMITS: Final = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Built:
-    """The sandboxed stages; `check` when a git stage got fewer exclusions (see `exec.gitexcludes`)."""
+    """The sandboxed stages; `check` when a git stage got fewer exclusions (see `exec.git.excludes`)."""
 
     stages: list[StageCommand]
     check: PruneCheck | None = None
@@ -243,7 +243,7 @@ class ExecService:
     ) -> Built:  # fmt: skip
         """The sandboxed command of every stage. Blocking (scans the repository view, reads git config).
 
-        `prune`: give git stages only the deny-list exclusions that can match something (`exec.gitexcludes`;
+        `prune`: give git stages only the deny-list exclusions that can match something (`exec.git.excludes`;
         never without an OS sandbox, where the working tree's denied entries are in plain sight).
         """
         view = self.views.current()
