@@ -385,12 +385,12 @@ def test_pruned_exclusions_give_the_same_output_as_the_whole_deny_list(
     try:
         service = exec_service(workspace)
         view = service.views.current()
-        env = service.git.host_env()
-        assert service.excludes.names.found() is not None  # the scan done: pruning below does not wait
+        env = service.git.hardening.host_env()
+        assert service.git.excludes.names.found() is not None  # the scan done: pruning below does not wait
         for command in EQUIVALENT:
             [plan] = service.prepare(command, ".")[0].plans
-            pruned, check = service.excludes.prune(plan.args, view)
-            assert check is not None and len(pruned) == len(plan.args) - len(service.excludes.tail) + (
+            pruned, check = service.git.excludes.prune(plan.args, view)
+            assert check is not None and len(pruned) == len(plan.args) - len(service.git.excludes.tail) + (
                 2 if denied_in_history else 1
             )
             outputs = [

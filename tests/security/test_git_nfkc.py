@@ -159,7 +159,7 @@ async def client(
 ) -> AsyncIterator[tuple[Client, str]]:
     workspace = Workspace(settings_for(repo[0], request.param, make_settings))
     try:
-        exec_service(workspace).excludes.names.found()  # names known: the precise exclusions (OS sandboxes)
+        exec_service(workspace).git.excludes.names.found()  # names known: the precise exclusions (OS sandboxes)
         async with Client(build_server(workspace), mode="legacy") as connected:
             yield connected, request.param
     finally:
@@ -230,7 +230,7 @@ async def fail_closed_problems(root: Path, dangling: str, make_settings: Any, *,
         workspace = Workspace(settings_for(root, backend, make_settings))
         try:
             if wait:
-                exec_service(workspace).excludes.names.found()
+                exec_service(workspace).git.excludes.names.found()
             async with Client(build_server(workspace), mode="legacy") as connected:
                 for command in FAIL_CLOSED:
                     is_error, content = await call(connected, command.replace("DANGLING", dangling))
@@ -307,7 +307,7 @@ async def test_while_the_first_scan_runs_every_non_ascii_path_is_hidden_then_onl
             _, content = await call(connected, "git ls-files")
             assert "caf" not in shown(content["stdout"]), content
             held_scans.set()
-            assert exec_service(workspace).excludes.names.found() is not None
+            assert exec_service(workspace).git.excludes.names.found() is not None
             _, content = await call(connected, "git ls-files")
             assert "café.txt" in shown(content["stdout"]) and leaks(content["stdout"]) == [], content
     finally:
