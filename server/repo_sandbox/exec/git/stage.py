@@ -71,8 +71,9 @@ class GitStage:
                 hint="Run git log without --follow (with --find-renames to see renames).",
                 program="git", option="--follow", rule="git: --follow",
             )  # fmt: skip
-        if plan.follows_renames is not None:
-            check = check or self._blame_check(plan.follows_renames, view, cwd, prune=prune)
+        if plan.follows_renames is not None:  # judged even when an earlier stage already carries a check
+            blamed = self._blame_check(plan.follows_renames, view, cwd, prune=prune)
+            check = check or blamed
         return args, check
 
     def unchanged(self, check: PruneCheck, views: ViewCache) -> bool:
