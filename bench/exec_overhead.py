@@ -3,7 +3,7 @@ OS sandbox's own cost (`bwrap <our jail> true` against `true`). Prints medians a
 
 Target (DESIGN.md §8): execute_bash overhead <= the sandbox's own measured cost + 3 ms.
 Each command is also run unsandboxed exactly as the policy rewrites it ("policy argv": forced flags, git's
-hardening environment and the deny-list exclude pathspecs that can match something, `exec.gitexcludes`),
+hardening environment and the deny-list exclude pathspecs that can match something, `exec.git.excludes`),
 so that the work the policy adds inside the program (git matching paths against the pathspecs) is told
 apart from the server's own overhead; for git also with the whole deny-list as before that pruning.
 
@@ -57,12 +57,12 @@ async def main(args: argparse.Namespace, root: str) -> None:
 
     policy_argv: dict[str, tuple[list[str], dict[str, str]]] = {}
     sandboxed: dict[str, StageCommand] = {}
-    service.excludes.names.found()  # the first scan of git's records done: measure the steady state
+    service.git.excludes.names.found()  # the first scan of git's records done: measure the steady state
     for label, _, command in rows:
         evaluation, cwd = service.prepare(command, ".")
         [plan] = evaluation.plans
-        env = {**ENV, **plan.env, **(service.git.env() if plan.needs_git_dir else {})}
-        runs = service.excludes.prune(plan.args, view)[0] if plan.needs_git_dir else plan.args
+        env = {**ENV, **plan.env, **(service.git.hardening.env() if plan.needs_git_dir else {})}
+        runs = service.git.excludes.prune(plan.args, view)[0] if plan.needs_git_dir else plan.args
         policy_argv[label] = ([plan.binary, *runs], env)
         if runs != plan.args:
             policy_argv[f"{label} whole deny-list"] = ([plan.binary, *plan.args], env)

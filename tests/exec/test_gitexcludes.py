@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from exec_support import git, os_backends, write
-from repo_sandbox.exec import _gitscan
-from repo_sandbox.exec.gitexcludes import spec_needles
-from repo_sandbox.exec.gitnames import GitNames, component_haystack
+from repo_sandbox.exec.git import scan
+from repo_sandbox.exec.git.excludes import spec_needles
+from repo_sandbox.exec.git.names import GitNames, component_haystack
 from repo_sandbox.exec.sandbox import Backend
 from repo_sandbox.exec.service import exec_service
 from repo_sandbox.fs.gitenv import GitHardening
 from repo_sandbox.policy.deny import DEFAULT_DENY
-from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS, exclusion_pathspecs
+from repo_sandbox.policy.git.rule import NON_ASCII_EXCLUSIONS, exclusion_pathspecs
 from repo_sandbox.workspace import Workspace
 
 GIT = shutil.which("git") or "git"
@@ -276,7 +276,7 @@ def test_borrowed_objects_or_git_directories_fail_closed(names: GitNames, clean_
 def test_too_many_trees_fail_closed_until_the_packs_change(
     names: GitNames, clean_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_gitscan, "MAX_TREES", 1)
+    monkeypatch.setattr(scan, "MAX_TREES", 1)
     for n in range(3):
         write(clean_repo / f"d{n}" / "f.txt", "x\n")
     git(clean_repo, "add", "-A")
@@ -284,7 +284,7 @@ def test_too_many_trees_fail_closed_until_the_packs_change(
     git(clean_repo, "gc", "-q")
     assert names.found() is None
     assert names.found() is None
-    monkeypatch.setattr(_gitscan, "MAX_TREES", 1000)
+    monkeypatch.setattr(scan, "MAX_TREES", 1000)
     assert names.found() is None  # the same packs: not read again
     git(clean_repo, "repack", "-a", "-d", "-f", "-q")
     assert found(names) == frozenset()
@@ -385,12 +385,12 @@ def test_pruned_exclusions_give_the_same_output_as_the_whole_deny_list(
     try:
         service = exec_service(workspace)
         view = service.views.current()
-        env = service.git.host_env()
-        assert service.excludes.names.found() is not None  # the scan done: pruning below does not wait
+        env = service.git.hardening.host_env()
+        assert service.git.excludes.names.found() is not None  # the scan done: pruning below does not wait
         for command in EQUIVALENT:
             [plan] = service.prepare(command, ".")[0].plans
-            pruned, check = service.excludes.prune(plan.args, view)
-            assert check is not None and len(pruned) == len(plan.args) - len(service.excludes.tail) + (
+            pruned, check = service.git.excludes.prune(plan.args, view)
+            assert check is not None and len(pruned) == len(plan.args) - len(service.git.excludes.tail) + (
                 2 if denied_in_history else 1
             )
             outputs = [

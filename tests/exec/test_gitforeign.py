@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from exec_support import git, write
-from repo_sandbox.exec._gitrecords import BatchTrees, tree_items
-from repo_sandbox.exec.gitexcludes import ExcludePruner
-from repo_sandbox.exec.gitforeign import ForeignNames
-from repo_sandbox.exec.gitnames import GitNames
+from repo_sandbox.exec.git.excludes import ExcludePruner
+from repo_sandbox.exec.git.foreign import ForeignNames
+from repo_sandbox.exec.git.names import GitNames
+from repo_sandbox.exec.git.records import BatchTrees, tree_items
 from repo_sandbox.exec.view import RepoView
 from repo_sandbox.fs.gitenv import GitHardening
 from repo_sandbox.fs.gitrun import ScanError
 from repo_sandbox.policy.deny import DEFAULT_DENY
-from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS, name_exclusions
+from repo_sandbox.policy.git.rule import NON_ASCII_EXCLUSIONS, name_exclusions
 from security.test_git_deny_history import COMMIT, git_out
 
 GIT = shutil.which("git") or "git"

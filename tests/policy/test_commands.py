@@ -13,8 +13,8 @@ from repo_sandbox.policy.commands import CommandPolicy, PolicyExampleError
 from repo_sandbox.policy.decision import Decision, Verdict, strictest
 from repo_sandbox.policy.deny import DEFAULT_DENY, DenyList
 from repo_sandbox.policy.exec_model import ExecConfig
-from repo_sandbox.policy.git import exclusion_pathspecs
-from repo_sandbox.policy.gitrefs import NOTE_EXCLUSIONS, REF_EXCLUSIONS
+from repo_sandbox.policy.git.refs import NOTE_EXCLUSIONS, REF_EXCLUSIONS
+from repo_sandbox.policy.git.rule import exclusion_pathspecs
 from repo_sandbox.policy.operands import LexicalPaths
 from repo_sandbox.policy.programs import ProgramSpec
 from repo_sandbox.shell.parse import parse_command
@@ -120,7 +120,7 @@ def test_exclusion_pathspecs_translate_gitignore_patterns() -> None:
         ":(exclude,glob,icase,top)top.key/**",
         ":(exclude,glob,icase,top)top.key[. ]*",
         ":(exclude,glob,icase,top)top.key[. ]*/**",
-        ":(exclude,glob,top)**/*[!\x01-\x7f]*",  # every non-ASCII name, until exec.gitexcludes knows them
+        ":(exclude,glob,top)**/*[!\x01-\x7f]*",  # every non-ASCII name, until exec.git.excludes knows them
         ":(exclude,glob,top)**/*[!\x01-\x7f]*/**",
     )
     assert exclusion_pathspecs(["!keep", "# only a comment"]) == ()

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from repo_sandbox.config.loader import load_settings
-from repo_sandbox.policy.gitignore import IgnoreRules
+from repo_sandbox.policy.git.ignore import IgnoreRules
 from repo_sandbox.workspace import Workspace
 
 IGNORED, KEPT, NO_RULE = True, False, None

@@ -1,4 +1,4 @@
-"""How revisions are split and what their objects must be (`policy.gitrevs`); the end-to-end table that proves
+"""How revisions are split and what their objects must be (`policy.git.revs`); the end-to-end table that proves
 nothing protected shows is tests/security/test_git_objects.py."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from repo_sandbox.policy._argv import Refused
-from repo_sandbox.policy.gitrevs import BLOB, BLOB_OR_TREE, COMMIT, NOTHING, object_checks, split_revision
+from repo_sandbox.policy.git.revs import BLOB, BLOB_OR_TREE, COMMIT, NOTHING, object_checks, split_revision
 from repo_sandbox.policy.programs import ObjectCheck
 
 

@@ -163,7 +163,7 @@ def evolving(tmp_path: Path, make_settings: Any) -> Iterator[tuple[Path, Workspa
 def exclusions(workspace: Workspace, command: str) -> list[str]:
     """The exclude pathspecs the git stage of `command` gets right now."""
     service = exec_service(workspace)
-    service.excludes.names.found()  # let a scan of what just changed finish (commands wait only 0.5 s for it)
+    service.git.excludes.names.found()  # let a scan of what just changed finish (commands wait only 0.5 s for it)
     evaluation, cwd = service.prepare(command, ".")
     built = service.build(evaluation, cwd, service.backend(), service.scratch_dir(service.backend())[0], "t", 5)
     return [arg for arg in built.stages[0].argv if arg.startswith(":(exclude")]
@@ -211,7 +211,7 @@ async def test_a_change_while_git_runs_makes_it_run_again_with_every_exclusion(
         return await real_run(stages, **kwargs)
 
     monkeypatch.setattr(service_module, "run_pipeline", staging_meanwhile)
-    assert exec_service(workspace).excludes.names.found() is not None  # scanned: the command gets the pruned list
+    assert exec_service(workspace).git.excludes.names.found() is not None  # scanned: the command gets the pruned list
     async with Client(build_server(workspace), mode="legacy") as client:
         content = await run(client, "git status --porcelain")
     assert leaks(content) == [] and ".npmrc" not in content["stdout"]

@@ -26,8 +26,8 @@ import pytest
 from mcp import Client
 
 from exec_support import git, os_backends, write
-from repo_sandbox.exec import _gitrecords, _gitscan, gitexcludes, gitforeign
-from repo_sandbox.exec.gitnames import GitNames
+from repo_sandbox.exec.git import excludes, foreign, records, scan
+from repo_sandbox.exec.git.names import GitNames
 from repo_sandbox.exec.service import exec_service
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
@@ -159,7 +159,7 @@ async def client(
 ) -> AsyncIterator[tuple[Client, str]]:
     workspace = Workspace(settings_for(repo[0], request.param, make_settings))
     try:
-        exec_service(workspace).excludes.names.found()  # names known: the precise exclusions (OS sandboxes)
+        exec_service(workspace).git.excludes.names.found()  # names known: the precise exclusions (OS sandboxes)
         async with Client(build_server(workspace), mode="legacy") as connected:
             yield connected, request.param
     finally:
@@ -230,7 +230,7 @@ async def fail_closed_problems(root: Path, dangling: str, make_settings: Any, *,
         workspace = Workspace(settings_for(root, backend, make_settings))
         try:
             if wait:
-                exec_service(workspace).excludes.names.found()
+                exec_service(workspace).git.excludes.names.found()
             async with Client(build_server(workspace), mode="legacy") as connected:
                 for command in FAIL_CLOSED:
                     is_error, content = await call(connected, command.replace("DANGLING", dangling))
@@ -265,9 +265,9 @@ async def test_a_borrowed_object_database_hides_every_non_ascii_path(
 @pytest.mark.parametrize(
     ("module", "limit"),
     [
-        (_gitscan, "MAX_TREES"),  # more trees than one scan reads
-        (_gitrecords, "MAX_FOREIGN_NAMES"),  # more non-ASCII names than are kept
-        (gitforeign, "MAX_NAME_EXCLUSIONS"),  # more refused names than exact exclusions are passed for
+        (scan, "MAX_TREES"),  # more trees than one scan reads
+        (records, "MAX_FOREIGN_NAMES"),  # more non-ASCII names than are kept
+        (foreign, "MAX_NAME_EXCLUSIONS"),  # more refused names than exact exclusions are passed for
     ],
 )
 async def test_too_many_trees_or_names_hide_every_non_ascii_path(
@@ -298,7 +298,7 @@ def held_scans(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
 async def test_while_the_first_scan_runs_every_non_ascii_path_is_hidden_then_only_the_refused_ones(
     repo: tuple[Path, str], make_settings: Any, held_scans: threading.Event, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gitexcludes, "SCAN_WAIT_S", 0.05)  # how long a command waits for the scan
+    monkeypatch.setattr(excludes, "SCAN_WAIT_S", 0.05)  # how long a command waits for the scan
     root, dangling = repo
     assert await fail_closed_problems(root, dangling, make_settings, wait=False) == []
     workspace = Workspace(settings_for(root, os_backends()[0], make_settings))
@@ -307,7 +307,7 @@ async def test_while_the_first_scan_runs_every_non_ascii_path_is_hidden_then_onl
             _, content = await call(connected, "git ls-files")
             assert "caf" not in shown(content["stdout"]), content
             held_scans.set()
-            assert exec_service(workspace).excludes.names.found() is not None
+            assert exec_service(workspace).git.excludes.names.found() is not None
             _, content = await call(connected, "git ls-files")
             assert "café.txt" in shown(content["stdout"]) and leaks(content["stdout"]) == [], content
     finally:

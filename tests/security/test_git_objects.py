@@ -22,8 +22,8 @@ from mcp import Client
 
 from exec_support import git, os_backends, write
 from repo_sandbox.errors import SandboxFailedError
-from repo_sandbox.exec.gitobjects import verify_objects
-from repo_sandbox.policy.gitrevs import object_checks
+from repo_sandbox.exec.git.objects import verify_objects
+from repo_sandbox.policy.git.revs import object_checks
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 from security.test_git_deny_history import COMMIT, git_out

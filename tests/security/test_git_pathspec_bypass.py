@@ -68,6 +68,9 @@ ROWS: list[tuple[str, str]] = [
     ("git blame renamed.txt", REFUSED),
     ("git blame --porcelain renamed.txt", REFUSED),
     ("git blame -s -C -C -C README.md", REFUSED),
+    # also after another git stage of the same pipeline (its narrowed exclusions must not stand in for blame's)
+    ("git log -1 --stat -- README.md | git blame --porcelain renamed.txt", REFUSED),
+    ("git status | git blame renamed.txt", REFUSED),
     # run, filtered by the exclusions
     ("git log -p --stat -M", RAN),
     ("git log --name-status -M -C --find-copies-harder", RAN),

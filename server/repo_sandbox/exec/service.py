@@ -30,7 +30,6 @@ import anyio
 from repo_sandbox.calls import Approve
 from repo_sandbox.errors import (
     ApprovalRequiredError,
-    ArgumentNotAllowedError,
     CommandNotAllowedError,
     InvalidArgumentsError,
     SandboxError,
@@ -39,9 +38,8 @@ from repo_sandbox.errors import (
 from repo_sandbox.exec.approval import obtain_approval
 from repo_sandbox.exec.binds import SANDBOX_ROOT
 from repo_sandbox.exec.chain import Judged, Judgement, Place, judge_all, judge_one, merged, name_element, run_list
-from repo_sandbox.exec.gitblame import RenameSources
-from repo_sandbox.exec.gitexcludes import ExcludePruner, PruneCheck
-from repo_sandbox.exec.gitobjects import verify_objects
+from repo_sandbox.exec.git.excludes import PruneCheck
+from repo_sandbox.exec.git.stage import GitStage
 from repo_sandbox.exec.globbing import GlobExpander, check_argv_size
 from repo_sandbox.exec.installed import programs as installed_programs
 from repo_sandbox.exec.operands import JailPaths
@@ -49,11 +47,10 @@ from repo_sandbox.exec.outcome import DRAIN_LIMIT, ExecOutcome, shape_outcome, s
 from repo_sandbox.exec.runner import TAG_VARIABLE, RunResult, run_pipeline
 from repo_sandbox.exec.sandbox import Backend, Limits, SandboxInfo, StageCommand, stage_command
 from repo_sandbox.exec.selection import audit_fallback, sandbox_info, sandbox_report
-from repo_sandbox.exec.view import RepoView, ViewCache
-from repo_sandbox.fs.gitenv import GitHardening
+from repo_sandbox.exec.view import ViewCache
 from repo_sandbox.policy.commands import CommandPolicy, Evaluation
 from repo_sandbox.policy.decision import Decision
-from repo_sandbox.policy.programs import SYSTEM_PATH, RenameFollowing
+from repo_sandbox.policy.programs import SYSTEM_PATH
 from repo_sandbox.shell.parse import CommandList, Pipeline, parse_command
 from repo_sandbox.shell.redirects import Stream
 from repo_sandbox.workspace import Workspace
@@ -66,7 +63,7 @@ REPORTED_LIMITS: Final = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Built:
-    """The sandboxed stages; `check` when a git stage got fewer exclusions (see `exec.gitexcludes`)."""
+    """The sandboxed stages; `check` when a git stage got fewer exclusions (see `exec.git.stage`)."""
 
     stages: list[StageCommand]
     check: PruneCheck | None = None
@@ -87,23 +84,21 @@ class Planned:
 
 
 class ExecService:
-    """Holds what execute_bash reuses between calls: the policy, the repository view and git hardening."""
+    """Holds what execute_bash reuses between calls: the policy, the repository view and git's part."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.config = workspace.settings.exec
         self.policy = CommandPolicy.from_config(self.config, workspace.settings.workspace.effective_deny)
         self.views = ViewCache(workspace.jail)
-        self.git = GitHardening(workspace.root, shutil.which("git", path=SYSTEM_PATH))
-        self.excludes = ExcludePruner.for_rule(self.policy.rules.get("git"), self.git)
-        self.blame = RenameSources(self.git.git_binary, self.git.host_env, self.excludes.tail)
+        self.git = GitStage(workspace.root, workspace.jail.deny, self.policy.rules.get("git"))
         self._state_dir: str | None = None
         self._sandbox_audited = False
         workspace.on_close.append(self.close)
 
     def close(self) -> None:
         self.views.close()
-        self.excludes.close()
+        self.git.close()
         if self._state_dir is not None:
             shutil.rmtree(self._state_dir, ignore_errors=True)
             self._state_dir = None
@@ -209,25 +204,6 @@ class ExecService:
             stages.append((stage.program, args))
         return self.policy.evaluate(stages, JailPaths(jail, place.real, shown_root))
 
-    def _check_config_includes(self) -> None:
-        """Under Landlock, git fails on a config include it may not read ('Permission denied'), with the path in
-        its message: refuse first, with no path. (bwrap does not mount such a file: git skips it.)
-
-        Raises: SandboxFailedError.
-        """
-        root = self.workspace.root
-        for path in self.git.includes():
-            if not os.path.lexists(path):
-                continue  # git skips an include that does not exist
-            real = os.path.realpath(path)
-            inside = os.path.commonpath([real, root]) == root
-            if not inside or self.workspace.jail.deny.is_denied(os.path.relpath(real, root)):
-                raise SandboxFailedError(
-                    "The repository's git configuration includes a file the sandbox cannot read (outside the "
-                    "repository or protected); git commands are unavailable.",
-                    hint="Use the read-only tools, or ask the operator to remove the include from .git/config.",
-                )
-
     def _limits(self, timeout_s: float) -> Limits:
         mib = 1024 * 1024
         return Limits(
@@ -244,8 +220,7 @@ class ExecService:
     ) -> Built:  # fmt: skip
         """The sandboxed command of every stage. Blocking (scans the repository view, reads git config).
 
-        `prune`: give git stages only the deny-list exclusions that can match something (`exec.gitexcludes`;
-        never without an OS sandbox, where the working tree's denied entries are in plain sight).
+        `prune`: give git stages only the deny-list exclusions that can match something (`exec.git.stage`).
         """
         view = self.views.current()
         if not view.complete:
@@ -258,25 +233,8 @@ class ExecService:
         commands: list[StageCommand] = []
         check: PruneCheck | None = None
         for plan in evaluation.plans:
-            env = {**base_env, **plan.env, **(self.git.env() if plan.needs_git_dir else {})}
-            args = plan.args
-            if plan.needs_git_dir:
-                self.git.check_repository()
-                if backend is Backend.LANDLOCK:
-                    self._check_config_includes()
-                verify_objects(plan.objects, self.git.git_binary, self.git.host_env(), host_cwd)
-            if plan.needs_git_dir and prune and backend is not Backend.NONE and "GIT_DIR" in env:
-                args, pruned = self.excludes.prune(args, view, single=plan.single_pathspec)
-                check = check or pruned
-            if plan.single_pathspec and self.excludes.exclusions_left(plan.args, args):
-                raise ArgumentNotAllowedError(
-                    "git --follow takes exactly one pathspec, and this repository needs the deny-list's "
-                    "exclusions on every git command that prints files.",
-                    hint="Run git log without --follow (with --find-renames to see renames).",
-                    program="git", option="--follow", rule="git: --follow",
-                )  # fmt: skip
-            if plan.follows_renames is not None:
-                check = check or self._blame_check(plan.follows_renames, view, host_cwd, prune=prune)
+            env = {**base_env, **plan.env, **self.git.env(plan)}
+            args, check = self.git.prepare(plan, env, view, host_cwd, backend, prune=prune, check=check)
             command = stage_command(
                 backend, plan.binary, args, view=view, cwd=host_cwd, env=env, tmp=tmp,
                 limits=self._limits(timeout_s), network=self.config.network, git=plan.needs_git_dir,
@@ -294,28 +252,6 @@ class ExecService:
                 )
             commands.append(command)
         return Built(commands, check)
-
-    def _blame_check(self, walk: RenameFollowing, view: RepoView, cwd: str, *, prune: bool) -> PruneCheck:
-        """The check to make after a git blame run (the repository must not move meanwhile).
-
-        Raises: ArgumentNotAllowedError when blame could name a protected file as a line's source.
-        """
-        clean = self.excludes.history_clean(view) if prune else None
-        if clean is not None:
-            return clean
-        generation = self.excludes.names.generation()
-        if prune and not walk.any_path:
-            non_ascii = self.excludes.non_ascii_exclusions(view)
-            if not self.blame.may_name_protected(generation, walk.revisions, cwd, non_ascii):
-                return PruneCheck(generation, view)
-        raise ArgumentNotAllowedError(
-            "git blame follows renames"
-            + (" (and with -C copies, with --reverse renames forward)" if walk.any_path else "")
-            + " through history and names the file each line came from; here that could be a file the deny-list "
-            "protects.",
-            hint="Read the history with git log -p -- FILE (it shows no protected file), or blame without -C.",
-            program="git", option="blame", rule="git: blame",
-        )  # fmt: skip
 
     def timeout_for(self, requested: float | None) -> float:
         limits = self.workspace.limits
@@ -408,7 +344,7 @@ class ExecService:
             remaining = max(deadline - time.perf_counter(), 0.001)
             result = await self._run(built.stages, remaining, tag, streams)
             if built.check is not None and not await anyio.to_thread.run_sync(
-                self.excludes.unchanged, built.check, self.views
+                self.git.unchanged, built.check, self.views
             ):  # the repository moved while git ran: run it again with every exclusion
                 remaining = max(deadline - time.perf_counter(), 0.001)
                 result = await self._run(

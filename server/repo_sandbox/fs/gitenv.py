@@ -213,7 +213,7 @@ class GitHardening:
         return paths
 
     def host_env(self) -> dict[str, str]:
-        """The environment for git runs on the host that only read (`exec.gitnames`): fully hardened."""
+        """The environment for git runs on the host that only read (`exec.git.names`): fully hardened."""
         return {**HOST_ENV, **self.env()}
 
     def _config_values(self, pattern: str, *, names: bool) -> list[str]:

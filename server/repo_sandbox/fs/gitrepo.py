@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from repo_sandbox.fs.beneath import open_without_links
-from repo_sandbox.policy.gitignore import IgnoreRules
+from repo_sandbox.policy.git.ignore import IgnoreRules
 
 MAX_LISTING_BYTES: Final = 64 * 1024 * 1024
 """A `git ls-files -z` listing larger than this is not used (no tracked files are known)."""

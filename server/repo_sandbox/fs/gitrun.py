@@ -1,7 +1,7 @@
 """Running a read-only git command on the host and streaming its output, killed after `GIT_TIMEOUT_S`.
 
 The environment comes from the caller (`fs.gitenv.GitHardening.host_env`); the walker lists the index with it
-(`fs.gitrepo`), and `exec._gitscan` reads a repository's records with it.
+(`fs.gitrepo`), and `exec.git.scan` reads a repository's records with it.
 """
 
 from __future__ import annotations

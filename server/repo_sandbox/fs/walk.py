@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.fs.gitrepo import Tracked, repo_rules
 from repo_sandbox.fs.jail import Jail
-from repo_sandbox.policy.gitignore import IgnoreRules
+from repo_sandbox.policy.git.ignore import IgnoreRules
 
 IGNORE_FILES = (".gitignore", ".ignore")
 """Per-directory ignore files, lowest precedence first."""

@@ -1,7 +1,7 @@
 """The command policy: which programs run, under which rule, and whether a human must approve.
 
 `exec.allow` programs run, `exec.ask` programs need approval, everything else is denied. Each stage of a
-pipeline is judged by its program's rule (`policy.programs`, `policy.find`, `policy.git`, or an operator rule
+pipeline is judged by its program's rule (`policy.programs`, `policy.find`, `policy.git.rule`, or an operator rule
 from `[exec.rules.NAME]`); the pipeline's decision is the strictest of its stages (ALLOW < ASK < DENY). Rules
 carry example command lines that must be allowed or denied; `check_examples` runs them whenever a policy is
 built from configuration, so a rule that no longer does what its examples say stops the server from starting
@@ -20,7 +20,7 @@ from repo_sandbox.policy.builtin_programs import BUILTIN_SPECS
 from repo_sandbox.policy.decision import Decision, Verdict, allow, strictest
 from repo_sandbox.policy.deny import DEFAULT_DENY, DenyList
 from repo_sandbox.policy.find import FindRule
-from repo_sandbox.policy.git import GitRule
+from repo_sandbox.policy.git.rule import GitRule
 from repo_sandbox.policy.more_programs import more_rules
 from repo_sandbox.policy.operands import LexicalPaths
 from repo_sandbox.policy.programs import PathChecker, ProgramRule, ProgramSpec, StagePlan

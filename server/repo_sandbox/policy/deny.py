@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
-from repo_sandbox.policy.gitignore import IgnoreRules
+from repo_sandbox.policy.git.ignore import IgnoreRules
 
 DEFAULT_DENY: Final[tuple[str, ...]] = (
     ".git/",

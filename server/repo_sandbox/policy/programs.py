@@ -47,7 +47,7 @@ class PathChecker(Protocol):
 @dataclass(frozen=True, slots=True)
 class ObjectCheck:
     """A name git must resolve before a git stage runs: the stage runs when git finds no such object or
-    one whose type is in `allowed` (see `policy.gitrevs`)."""
+    one whose type is in `allowed` (see `policy.git.revs`)."""
 
     name: str
     allowed: frozenset[str]
@@ -76,12 +76,12 @@ class StagePlan:
     needs_git_dir: bool = False
     """True for git: the sandbox shows this stage the repository's .git directory."""
     objects: tuple[ObjectCheck, ...] = ()
-    """git: what the named objects must be (resolved by `exec.gitobjects` before the run)."""
+    """git: what the named objects must be (resolved by `exec.git.objects` before the run)."""
     single_pathspec: bool = False
     """git --follow takes exactly one pathspec: it runs only when no deny-list exclusion can match anything."""
     follows_renames: RenameFollowing | None = None
     """git blame: it follows a file's renames (and with -C copies) through history and names each line's source
-    file, whatever the pathspecs (`exec.gitblame` decides whether it may run)."""
+    file, whatever the pathspecs (`exec.git.blame` decides whether it may run)."""
 
 
 class ProgramRule(Protocol):

@@ -2,14 +2,14 @@
 
 The deny-list matches names case-folded and NFKC-normalised (`secret.ｋｅｙ` is `secret.key` to it, so is a
 decomposed or compatibility form); git's exclude pathspecs compare bytes and fold ASCII only. Every name where
-the two can disagree holds a byte outside ASCII, and `exec.gitnames` collects all of those from git's records.
+the two can disagree holds a byte outside ASCII, and `exec.git.names` collects all of those from git's records.
 Each is judged as a name at any depth, with the deny-list's own matching, by two lists:
 - the deny-list itself (a name that is a whole path to it, as `a／b` is `a/b`);
 - every name-sized piece of every rule (`secrets/*.key` gives `secrets` and `*.key`; a piece made only of `*`
   matches the same bytes in git and is left out): a rule hides a path only if each of the path's names
   matches its piece, so a non-ASCII name that matches no piece of any rule cannot be what hides a path.
 A refused name is excluded wherever it occurs, as a file and as a directory with everything beneath
-(`policy.git.name_exclusions`): for a rule of several names that is wider than the rule, never narrower.
+(`policy.git.rule.name_exclusions`): for a rule of several names that is wider than the rule, never narrower.
 Negations are ignored (more hidden, never less), as for the ASCII exclusions.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from repo_sandbox.policy.deny import DenyList
-from repo_sandbox.policy.git import name_exclusions
+from repo_sandbox.policy.git.rule import name_exclusions
 
 MAX_NAME_EXCLUSIONS: Final = 100
 """More refused non-ASCII names than this and every non-ASCII path is excluded instead (git's cost grows with

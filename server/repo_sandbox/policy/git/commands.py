@@ -1,5 +1,5 @@
 """The git sub-commands execute_bash may run: each one's exact option allow-list, forced flags, operand kinds
-and checks, and the sub-commands refused with their reasons. Judged by `policy.git.GitRule`."""
+and checks, and the sub-commands refused with their reasons. Judged by `policy.git.rule.GitRule`."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ import re
 from typing import Final
 
 from repo_sandbox.policy._argv import ParsedArgs, refuse
-from repo_sandbox.policy.gitrevs import split_revision
+from repo_sandbox.policy.git.revs import split_revision
 
 HIDDEN_NAMESPACES: Final = ("refs/notes/", "refs/replace/")
 REF_EXCLUSIONS: Final = tuple(f"--exclude={namespace}*" for namespace in HIDDEN_NAMESPACES)

@@ -1,5 +1,5 @@
-"""Which needles (`exec.gitexcludes`) occur among the names git could show, and which of those names hold a
-byte outside ASCII (`exec.gitforeign` judges them), kept current for one repository.
+"""Which needles (`exec.git.excludes`) occur among the names git could show, and which of those names hold a
+byte outside ASCII (`exec.git.foreign` judges them), kept current for one repository.
 
 A path git prints is made of names from the index, from a tree object, or from the working tree. This
 module keeps the needles and the non-ASCII names found in:
@@ -9,7 +9,7 @@ module keeps the needles and the non-ASCII names found in:
   picks the trees, `git cat-file --batch` streams them), each loose object once (inflated here, or through
   git when there are many). Objects that disappear leave their needles and names counted: more exclusions,
   never fewer. Every tree is read to the end (a non-ASCII name may be in any of them), unless every needle is
-  found and the non-ASCII names are too many to keep (`_gitrecords.MAX_FOREIGN_NAMES`: `foreign` is None).
+  found and the non-ASCII names are too many to keep (`records.MAX_FOREIGN_NAMES`: `foreign` is None).
 
 Scans run in a background thread: a caller waits for one as long as it chooses (`found(wait_s)`), so the
 first scan of a large repository (about 2 s near `MAX_TREES`) does not hold up a command, which runs with
@@ -36,8 +36,8 @@ import zlib
 from collections.abc import Callable, Iterable
 from typing import Final, NamedTuple
 
-from repo_sandbox.exec._gitrecords import Findings, NeedleSearch, component_haystack, union_names
-from repo_sandbox.exec._gitscan import MAX_OBJECTS, GitReader, index_key, kind, loose_tree, pack_object_count
+from repo_sandbox.exec.git.records import Findings, NeedleSearch, component_haystack, union_names
+from repo_sandbox.exec.git.scan import MAX_OBJECTS, GitReader, index_key, kind, loose_tree, pack_object_count
 from repo_sandbox.fs.gitrun import ScanError
 from repo_sandbox.fs.watch import CONTENT_EVENTS, WATCH_MASK, DirWatch
 

@@ -1,7 +1,7 @@
 """Pass git only the deny-list exclude pathspecs that can match a name git could show.
 
 The policy appends the whole deny-list to every git command that prints names or contents, as exclude
-pathspecs (`policy.git.exclusion_pathspecs`: two to four per rule and a pair for non-ASCII names, 84 for
+pathspecs (`policy.git.rule.exclusion_pathspecs`: two to four per rule and a pair for non-ASCII names, 84 for
 the defaults). git matches every path it considers against each of them: +1.5 ms for `git status` on a 120-file repository, growing with both.
 Most rules match nothing in a given repository; their pathspecs exclude nothing and only cost time.
 
@@ -11,7 +11,7 @@ must appear in that component: at its start when the segment starts with it, at 
 ends with it, as the whole component when the segment has no wildcard. Each run becomes a *needle*
 (`" run"`, `"run\\0"`, `" run\\0"` or `"run"`, lowercased: `icase` folds ASCII only), and a pathspec can
 match a path only if every one of its needles occurs in `" component\\0"` for a component of that path.
-`exec.gitnames` finds which needles occur among all the names git could show: the index, every tree object
+`exec.git.names` finds which needles occur among all the names git could show: the index, every tree object
 (reachable or not), and the working tree's denied entries (from the repository view; the OS sandbox
 already hides them, so this is a second line). A pathspec with a needle found nowhere matches no path git
 can see; leaving it out cannot change git's output. Anything not understood (character classes, escapes,
@@ -20,10 +20,10 @@ that walk history keep the same path-limited simplification as with the whole li
 which takes one pathspec only and runs with none when none is needed (its own pathspec limits the walk).
 
 Non-ASCII names. git compares bytes where the deny-list compares NFKC forms, so the policy's list ends with
-the exclusion of every path with a non-ASCII name (`policy.git.NON_ASCII_EXCLUSIONS`). Once the names git
-could show are known (`exec.gitnames` collects every non-ASCII one; the repository view adds the working
+the exclusion of every path with a non-ASCII name (`policy.git.rule.NON_ASCII_EXCLUSIONS`). Once the names git
+could show are known (`exec.git.names` collects every non-ASCII one; the repository view adds the working
 tree's denied ones), that pair is replaced by exact exclusions of the names the deny-list refuses
-(`exec.gitforeign`): none at all in a repository whose refused names are all ASCII. While they are unknown,
+(`exec.git.foreign`): none at all in a repository whose refused names are all ASCII. While they are unknown,
 or too many, the pair stays (fail closed: no non-ASCII path shows).
 
 The answer can go stale between `prune` and the end of the command (a `git add .env` in that window); the
@@ -38,12 +38,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from repo_sandbox.exec._gitrecords import foreign_components
-from repo_sandbox.exec.gitforeign import ForeignNames
-from repo_sandbox.exec.gitnames import Found, GitNames, NeedleSearch, component_haystack
+from repo_sandbox.exec.git.foreign import ForeignNames
+from repo_sandbox.exec.git.names import Found, GitNames, NeedleSearch, component_haystack
+from repo_sandbox.exec.git.records import foreign_components
 from repo_sandbox.exec.view import RepoView, ViewCache
 from repo_sandbox.fs.gitenv import GitHardening
-from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS, TRAILING_DOTS_OR_SPACES, GitRule, exclusion_pathspecs
+from repo_sandbox.policy.git.rule import NON_ASCII_EXCLUSIONS, TRAILING_DOTS_OR_SPACES, GitRule, exclusion_pathspecs
 
 SCAN_WAIT_S: Final = 0.5
 """How long a command waits for a scan of git's records (the first one, or one after a change) before it runs

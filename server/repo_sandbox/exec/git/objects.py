@@ -1,6 +1,6 @@
 """Resolve the objects a git stage names before it runs, and refuse the stage when one is of a forbidden type.
 
-`policy.gitrevs` says what each name must be. git itself answers, through `git cat-file --batch-check` run
+`policy.git.revs` says what each name must be. git itself answers, through `git cat-file --batch-check` run
 on the host in the stage's working directory under the hardened environment of `fs.gitenv` (it reads the
 object database only; no filters, no hooks), so names resolve exactly as the stage will resolve them. A name
 git cannot resolve passes (the stage then reads it as a path or fails by itself) unless it `must_exist`.

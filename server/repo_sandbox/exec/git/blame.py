@@ -7,7 +7,7 @@ or against HEAD for what is staged). So blame can name a protected path only if 
 the index, deletes one. This module asks git exactly that, once per state of the repository:
 `git log -m --diff-filter=D` over every ref, the reflog and the blamed revisions, limited to the deny-list as
 positive pathspecs (with the non-ASCII names it refuses, or every non-ASCII path while those are unknown:
-`exec.gitexcludes`), and `git diff --cached --diff-filter=D` for the index. Anything git cannot answer counts as
+`exec.git.excludes`), and `git diff --cached --diff-filter=D` for the index. Anything git cannot answer counts as
 "could" (fail closed). With `-C` a line may come from any file of a commit: `exec.service` then allows blame
 only where git's records hold no protected name at all.
 """
@@ -18,10 +18,10 @@ import os
 import threading
 from collections.abc import Callable
 
-from repo_sandbox.exec._gitscan import GitReader
-from repo_sandbox.exec.gitobjects import BatchCheckFailed, batch_check, resolved
+from repo_sandbox.exec.git.objects import BatchCheckFailed, batch_check, resolved
+from repo_sandbox.exec.git.scan import GitReader
 from repo_sandbox.fs.gitrun import ScanError
-from repo_sandbox.policy.git import NON_ASCII_EXCLUSIONS
+from repo_sandbox.policy.git.rule import NON_ASCII_EXCLUSIONS
 
 MAX_REMEMBERED = 32
 
@@ -31,7 +31,7 @@ def _positive(exclusion: str) -> str:
 
 
 class RenameSources:
-    """Answers, per repository generation (`exec.gitnames`), whether blame could meet a protected path."""
+    """Answers, per repository generation (`exec.git.names`), whether blame could meet a protected path."""
 
     def __init__(self, git_binary: str | None, env: Callable[[], dict[str, str]], exclusions: tuple[str, ...]):
         self.git_binary = git_binary

@@ -6,7 +6,7 @@ A path check covers `REV:path`, but an object id, a tag or `REV^{tree}` names a 
 `REV:dir`) puts its files at the top, where anchored exclusions (`config/secrets.yaml`, `keys/`) no longer
 match them. So every revision operand of `show`, `cat-file -p`, `diff`, `grep`, `log`, `shortlog` and
 `rev-list`, and the value of `ls-files --with-tree`, becomes `ObjectCheck`s that the exec layer resolves
-with git before the command runs (`exec.gitobjects`). The command runs only when each name is missing (git
+with git before the command runs (`exec.git.objects`). The command runs only when each name is missing (git
 then takes it as a path or fails by itself) or resolves to an allowed type:
 - a plain revision, peeled (`^{}` follows tags): a commit;
 - `REV:path` (its path already checked against the deny-list): REV peels to a commit, and the whole is a blob;

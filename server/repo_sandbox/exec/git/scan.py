@@ -1,6 +1,6 @@
-"""Reading a git repository's records with git (and loose objects by hand), for `exec.gitnames`.
+"""Reading a git repository's records with git (and loose objects by hand), for `exec.git.names`.
 
-What is read (the index's paths, every tree object) goes to a `Findings` (`exec._gitrecords`): which needles
+What is read (the index's paths, every tree object) goes to a `Findings` (`exec.git.records`): which needles
 occur, and which names hold a byte outside ASCII. All git runs here read only, under the hardened environment
 of `fs.gitenv`, and are killed after `fs.gitrun.GIT_TIMEOUT_S` (every exclusion is then passed).
 """
@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Iterable
 from typing import IO, Final
 
-from repo_sandbox.exec._gitrecords import BatchTrees, Findings
+from repo_sandbox.exec.git.records import BatchTrees, Findings
 from repo_sandbox.fs.gitrun import CHUNK, GitRun, ScanError
 
 MAX_TREES: Final = 100_000

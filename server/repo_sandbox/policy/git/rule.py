@@ -1,7 +1,7 @@
 """The rule for `git`: read-only sub-commands, exact option allow-lists, jailed paths, forced hardening.
 
 - Global options are all refused (`-c k=v` aliases, `-C`, `--git-dir`, `--work-tree`, `--exec-path`,
-  `-p`, `--config-env`, `--namespace`, ...). Only the sub-commands of `policy.gitcommands` run, so aliases
+  `-p`, `--config-env`, `--namespace`, ...). Only the sub-commands of `policy.git.commands` run, so aliases
   are never resolved.
 - Options are exact names (git's parse-options accepts abbreviations: `git grep --open-files-in=true`).
 - `--no-ext-diff --no-textconv` are forced where diffs are made; the environment half of the hardening
@@ -11,17 +11,17 @@
 - Sub-commands that print file names or contents get the deny-list appended as exclude pathspecs, so a denied
   file tracked by git stays hidden from `git log -p`, `git grep`, `git ls-files`, ... and after them the
   exclusion of every path with a non-ASCII name (`NON_ASCII_EXCLUSIONS`: git compares bytes, the deny-list
-  NFKC forms), which `exec.gitexcludes` narrows to the names the deny-list refuses once it knows them.
+  NFKC forms), which `exec.git.excludes` narrows to the names the deny-list refuses once it knows them.
   `--follow` allows one pathspec only: it runs when no exclusion can match anything in the repository.
 - Objects named without a path (`git show <blob id>`, `HEAD^{tree}`, a tag of a blob, a subtree) are
-  resolved before the command runs and must be commits, or files as `REV:path` (`policy.gitrevs`). `show`
+  resolved before the command runs and must be commits, or files as `REV:path` (`policy.git.revs`). `show`
   takes no ref-listing options (`--all`, `--tags`, ... reach tags of blobs), and `branch`/`tag --format` no
-  `%(raw)` (an object's content). Notes and replace refs stay out of every revision (`policy.gitrefs`).
+  `%(raw)` (an object's content). Notes and replace refs stay out of every revision (`policy.git.refs`).
   `describe` takes commits only (it names the path
   of a blob). Option values that are revisions (`--default`, `--find-object`, ...) are checked like operands.
 - Options that print past the pathspecs are refused (`--full-diff`, `--pickaxe-all`, `status -v`); `blame`,
   which follows renames and names each line's source file, runs only where no commit it may walk deletes a
-  protected path (with `-C`: only while git's records hold no protected name at all): `exec.gitblame`.
+  protected path (with `-C`: only while git's records hold no protected name at all): `exec.git.blame`.
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from repo_sandbox.policy._argv import ParsedArgs, parse_args, refuse
-from repo_sandbox.policy.gitcommands import DENIED_SUBCOMMANDS, REVISION_VALUES, SUBCOMMANDS, Subcommand
-from repo_sandbox.policy.gitrefs import (
+from repo_sandbox.policy.git.commands import DENIED_SUBCOMMANDS, REVISION_VALUES, SUBCOMMANDS, Subcommand
+from repo_sandbox.policy.git.refs import (
     NOTE_EXCLUSIONS,
     NOTE_READERS,
     check_note_path,
     check_ref_names,
     exclude_hidden_refs,
 )
-from repo_sandbox.policy.gitrevs import RESOLVING, object_checks, split_revision
+from repo_sandbox.policy.git.revs import RESOLVING, object_checks, split_revision
 from repo_sandbox.policy.programs import ObjectCheck, PathChecker, RenameFollowing, StagePlan
 
 TRAILING_DOTS_OR_SPACES: Final = "[. ]*"
@@ -55,7 +55,7 @@ NON_ASCII_EXCLUSIONS: Final = (
 )
 """Every path with a non-ASCII name at any depth. The deny-list matches names NFKC-normalised and case-folded
 (`secret.ｋｅｙ` is `secret.key` to it), git compares bytes: until the non-ASCII names git could show are
-known and judged one by one (`exec.gitexcludes`), none may show."""
+known and judged one by one (`exec.git.excludes`), none may show."""
 _GLOB_SPECIAL: Final = re.compile(r"([*?\[\]\\])")
 
 

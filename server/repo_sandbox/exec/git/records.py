@@ -6,10 +6,10 @@ found by reading the entries in turn: `tree_items` does it with one regex pass a
 matched tile the whole content (anything else is refused, never guessed at). Index paths are laid out as
 `" name\\0"` per component (`component_haystack`).
 
-Needles (`exec.gitexcludes`) are searched over lowercased bytes (git's `icase` folds ASCII only); the modes
+Needles (`exec.git.excludes`) are searched over lowercased bytes (git's `icase` folds ASCII only); the modes
 before the names can only add matches, never hide one. Besides the needles, every name with a byte outside
 ASCII is kept (`Findings.foreign`): the deny-list matches names NFKC-normalised and case-folded while git's
-pathspecs compare bytes, so those names are judged one by one (`exec.gitforeign`).
+pathspecs compare bytes, so those names are judged one by one (`exec.git.foreign`).
 """
 
 from __future__ import annotations
