@@ -307,15 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session", action="store_true", help="the session benchmark (bench/session.py)")
     parser.add_argument("--no-big", action="store_true", help="--session: skip the generated 100k-file tree")
     parser.add_argument("--idle", type=float, default=12.0, help="--session: seconds of idleness before the last calls")
-    parser.add_argument(
-        "--off", default="", help="--session: census_memo,file_facts,census_ahead switched off (bench/variant.py)"
-    )
+    parser.add_argument("--off", default="", help="--session: census_memo,file_facts switched off (bench/variant.py)")
     parser.add_argument(
         "--variant",
         action="append",
         default=[],
         metavar="NAME:ITEMS",
-        help="--session: also a server with ITEMS (NAME=VALUE env settings, -census_memo/-file_facts/-census_ahead switched off), "
+        help="--session: also a server with ITEMS (NAME=VALUE env settings, -census_memo/-file_facts switched off), "
         "measured in the same rounds and shown over the first",
     )
     parser.add_argument(

@@ -16,10 +16,6 @@ def _off(name: str) -> None:
         from repo_sandbox.engine import censusmemo
 
         censusmemo.recall = lambda *_: None  # type: ignore[assignment]
-    elif name == "census_ahead":
-        from repo_sandbox.engine import census
-
-        census.take_ahead = lambda *_: None  # type: ignore[assignment]
     elif name == "file_facts":
         from repo_sandbox.tree import facts
 

@@ -49,7 +49,7 @@ def test_bench_session_quick_runs_the_whole_session_on_a_tiny_tree(tmp_path: Pat
     (corpus / "pkg").mkdir(parents=True)
     (corpus / "argparse.py").write_text("".join(f"def f{i}(): return {i}  # self PYTHONHASHSEED\n" for i in range(300)))
     (corpus / "pkg" / "mod.py").write_text("class FooError(Exception): pass  # 2020-01-01 Löwis TODO\n")
-    variant = "no memo:-census_memo,-census_ahead,REPO_SANDBOX_WORKSPACE_TREE_INDEX=stat"
+    variant = "no memo:-census_memo,REPO_SANDBOX_WORKSPACE_TREE_INDEX=stat"
     table = _bench(
         "--session", "--quick", "--no-stdlib", "--no-big", "--corpus", str(corpus), "--idle", "0.1",
         "--variant", variant, timeout=300,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -31,8 +30,6 @@ class Workspace:
         """The walk's listings kept between calls (`tree.index`); `walk()` uses them."""
         self.on_close: list[Callable[[], None]] = []
         """Called by `close()`, for services that hold resources of this workspace (e.g. exec's watches)."""
-        self.closing = threading.Event()
-        """Set when `close()` starts: background work on this workspace stops."""
 
     @property
     def root(self) -> str:
@@ -43,7 +40,6 @@ class Workspace:
         return self.settings.limits
 
     def close(self) -> None:
-        self.closing.set()
         for callback in self.on_close:
             callback()
         self.on_close.clear()

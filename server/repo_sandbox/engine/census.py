@@ -152,7 +152,6 @@ class Census:
             snapshot = indexed_snapshot(walk) if self.mark is not None else None
             key = (walk.start_rel, request.glob, request.include_hidden, request.include_ignored)
             if snapshot is not None and self.mark is not None and self.recall_memo:
-                censusmemo.wait_ahead(self.ws, key, self.stop)
                 memo = censusmemo.recall(self.ws, key, snapshot, self.mark)
                 if memo is not None:
                     censusmemo.adopt(self, memo)
@@ -234,14 +233,3 @@ class Census:
 
     def progress(self) -> int:
         return len(self.kinds)
-
-
-def take_ahead(ws: Workspace) -> None:
-    """Take the census of a search of the whole tree with the default options now, so that the first such
-    search finds its memo (and the tree index's file facts) instead of stat'ing and sniffing every file
-    while rg runs. Stops when the workspace closes. Run inside `censusmemo.taking_ahead(ws, WHOLE_TREE)`."""
-    request = SearchRequest("")
-    options = ws.walk_options(include_hidden=None, include_ignored=False)
-    census = Census(ws, request, None, mark=ws.trees.watch_mark(options), recall_memo=False, stop=ws.closing)
-    if census.mark is not None:
-        census.run()

@@ -17,9 +17,6 @@ new census (`engine.rgsearch`); the memo never stands in for the jail's own read
 a file's kind stale: a memo is therefore used for at most `MAX_AGE_S` (an agent's pause between calls is
 often longer than 10 s), after which a census stats every file again.
 
-The first census of a workspace is taken ahead, when a client lists the tools (`engine.select.prepare`); a
-search that needs the same census meanwhile waits for it (`wait_ahead`) instead of taking it twice.
-
 Where no watch covers the whole tree (no inotify, a network file system, a mount inside the root, a queue
 that overflowed), there is no mark and every census stats every file.
 """
@@ -30,8 +27,6 @@ import threading
 import time
 import weakref
 from array import array
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -49,8 +44,6 @@ MAX_MEMOS: Final = 4
 
 MemoKey = tuple[str, str | None, bool | None, bool]
 """(start directory relative to the root, glob, include_hidden, include_ignored)."""
-WHOLE_TREE: Final[MemoKey] = (".", None, None, False)
-"""The key of a search of the whole tree with the default options: the census taken ahead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,30 +106,3 @@ def keep(ws: Workspace, key: MemoKey, memo: CensusMemo) -> None:
         if len(memos) >= MAX_MEMOS:
             memos.pop(next(iter(memos)))
         memos[key] = memo
-
-
-_ahead: weakref.WeakKeyDictionary[Workspace, tuple[MemoKey, threading.Event]] = weakref.WeakKeyDictionary()
-
-
-@contextmanager
-def taking_ahead(ws: Workspace, key: MemoKey) -> Iterator[None]:
-    """Mark the census for `key` as being taken ahead of the searches that will want it."""
-    done = threading.Event()
-    with _lock:
-        _ahead[ws] = (key, done)
-    try:
-        yield
-    finally:
-        done.set()
-        with _lock:
-            if _ahead.get(ws, (None, None))[1] is done:
-                del _ahead[ws]
-
-
-def wait_ahead(ws: Workspace, key: MemoKey, stop: threading.Event) -> None:
-    """Wait while the census for `key` is being taken ahead (or until `stop` is set)."""
-    with _lock:
-        ahead = _ahead.get(ws)
-    if ahead is not None and ahead[0] == key:
-        while not ahead[1].wait(0.02) and not stop.is_set():
-            pass

@@ -25,9 +25,8 @@ def ripgrep_for(ws: Workspace) -> ripgrep.Ripgrep | None:
 
 def prepare(ws: Workspace) -> None:
     """Do ahead what the first search would do before rg starts (a client that lists the tools calls them
-    next): load the engine, find rg and start its confined launcher, build the tree index, take the census of
-    the whole tree (`engine.census.take_ahead`). Only caches are filled: a search still checks everything it
-    uses."""
+    next): load the engine, find rg and start its confined launcher, build the tree index. Only caches are
+    filled: a search still checks everything it uses, and one that comes first does the same work itself."""
     rg = ripgrep_for(ws)
     options = ws.walk_options(include_hidden=None, include_ignored=False)
     if rg is None:
@@ -35,13 +34,10 @@ def prepare(ws: Workspace) -> None:
 
         ws.trees.snapshot(options)
         return
-    from repo_sandbox.engine import census, censusmemo, rgsearch, rgstate  # noqa: F401
+    from repo_sandbox.engine import rgsearch, rgstate  # noqa: F401
 
-    # A search of the whole tree meanwhile waits for all of it, rather than taking the same census beside it.
-    with censusmemo.taking_ahead(ws, censusmemo.WHOLE_TREE):
-        if ws.trees.snapshot(options) is not None:  # None: the workspace closed meanwhile (or keeps no index)
-            rgstate.launcher_for(ws, rg)
-            census.take_ahead(ws)
+    if ws.trees.snapshot(options) is not None:  # None: the workspace closed meanwhile (or keeps no index)
+        rgstate.launcher_for(ws, rg)
 
 
 def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
