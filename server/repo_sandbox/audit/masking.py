@@ -119,15 +119,21 @@ def mask_text(
     if private_keys:
         text = mask_private_keys(text, counts, found)
     folded: str | None = text.lower()
-    if not SCREEN.may_match(text, folded):
+    hinted = SCREEN.hinted(text, folded)
+    if hinted is not None and not hinted:
         return text  # no hint of any rule occurs: every rule would leave the text as it is
-    return apply_rules(text, folded, counts, found)
+    return apply_rules(text, folded, counts, found, hinted)
 
 
-def apply_rules(text: str, folded: str | None, counts: Counter[str], found: set[str] | None) -> str:
+def apply_rules(
+    text: str, folded: str | None, counts: Counter[str], found: set[str] | None, hinted: frozenset[int] | None = None
+) -> str:
     """Every rule in order, each where its hints occur in the text as the rules before it left it (no screen;
-    `folded` is `text.lower()` when known)."""
-    for secret_rule in RULES:
+    `folded` is `text.lower()` when known). `hinted` (`Screen.hinted` of this text, when known) names the
+    rules with a hint in it: the others are skipped while no rule has changed the text."""
+    for index, secret_rule in enumerate(RULES):
+        if hinted is not None and index not in hinted:
+            continue
         if secret_rule.fold:
             folded = text.lower() if folded is None else folded
             haystack = folded if len(folded) == len(text) else None  # lower() may change lengths (rare scripts)
@@ -147,4 +153,5 @@ def apply_rules(text: str, folded: str | None, counts: Counter[str], found: set[
             text = _apply_rule_to_lines(secret_rule, text, spans, counts, found)
         if text is not before and text != before:
             folded = None
+            hinted = None  # a mask may have removed or made a hint: every later rule looks for itself
     return text

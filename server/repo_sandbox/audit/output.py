@@ -25,7 +25,7 @@ from typing import Any, Final, Protocol
 
 from repo_sandbox.audit.keys import PEM_MARKER_BYTES, mask_key_lines, mask_private_keys
 from repo_sandbox.audit.known import KnownSecrets
-from repo_sandbox.audit.masking import apply_rules, could_mask, mask_text
+from repo_sandbox.audit.masking import could_mask, mask_text
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.fs.jail import Jail
 
@@ -50,8 +50,8 @@ class TextMasker:
         return self.remembered(mask_text(text, self.counts, self.found, private_keys=private_keys))
 
     def unscreened(self, text: str) -> str:
-        """`self(text)` for text without a key marker that `masking.could_mask` let through (not screened again)."""
-        return self.remembered(apply_rules(text, None, self.counts, self.found))
+        """`self(text)` for text without a key marker (no key block to look for)."""
+        return self.remembered(mask_text(text, self.counts, self.found, private_keys=False))
 
     def remembered(self, text: str) -> str:
         """Only the remembered secrets masked (for text that `masking.could_mask` cleared)."""
@@ -224,10 +224,12 @@ def mask_paths(ws: HasJail, payload: dict[str, Any], arguments: Any, mask: TextM
         rows = payload.get(field)
         if isinstance(rows, list):
             slots += [(rows, index, "path") for index, row in enumerate(rows) if isinstance(row, dict)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
-    if not slots:
-        return
     paths = [container[index] if key is None else container[index][key] for container, index, key in slots]
-    lines = iter(mask("\n".join(paths)).split("\n"))
+    joined = "\n".join(paths)
+    masked_text = mask(joined)
+    if masked_text == joined:  # nothing to mask (the usual case): the payload stays as it is
+        return
+    lines = iter(masked_text.split("\n"))
     for (container, index, key), path in zip(slots, paths, strict=True):
         masked = "\n".join(next(lines) for _ in range(path.count("\n") + 1))
         if key is None:
