@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -179,5 +180,35 @@ def test_without_watches_there_is_no_memo(tmp_path: Path) -> None:
         for _ in range(3):
             search_text(ws, SearchTextArgs(pattern="MARKER"))
         assert rgstate.counts(ws)["census"] == {"taken": 3, "from_memo": 0}
+    finally:
+        ws.close()
+
+
+def test_a_census_of_files_the_index_knows_nothing_of_opens_them_without_a_stat_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from repo_sandbox.engine import census as census_module
+    from repo_sandbox.tree import facts
+
+    monkeypatch.setattr(facts, "RACY_NS", 0)  # files written just now are remembered at once
+    root = _tree(tmp_path / "repo")
+    ws = _workspace(root)
+    try:
+        stats: list[str] = []
+        real_stat = os.stat
+
+        def counting_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+            if sys._getframe(1).f_code.co_filename == census_module.__file__:  # the census's own stats
+                stats.append(str(path))
+            return real_stat(path, *args, **kwargs)
+
+        monkeypatch.setattr(census_module.os, "stat", counting_stat)
+        arguments = {"pattern": "x", "include_hidden": True}
+        first = search_text(ws, SearchTextArgs(**arguments))
+        assert stats == []  # a fresh index: every file opened (and fstat'ed) once, no stat by name before
+        censusmemo.forget(ws)
+        again = search_text(ws, SearchTextArgs(**arguments))
+        assert stats  # the kinds are remembered now: a stat proves each identity, no file is opened
+        assert again.model_dump() == first.model_dump()
     finally:
         ws.close()

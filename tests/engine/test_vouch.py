@@ -358,3 +358,44 @@ def test_the_status_counts_how_rg_output_was_taken(tmp_path: Path) -> None:
         assert select.report(ws)["rg_output"] == {"files_unread": 2, "files_read_again": 1}
     finally:
         ws.close()
+
+
+@pytest.mark.parametrize("change", [_rename_beside, _swap_and_back, _deep_create, _hard_link_made])
+def test_a_file_observed_while_rg_ran_is_still_read_again_after_a_change(
+    tmp_path: Path, watched: Workspace, change: Callable[[Path], None]
+) -> None:
+    voucher, census = _trusting(watched)
+    position = _position(census, "a.txt")
+    voucher.observe("a.txt", position)  # the stat taken as rg printed the file
+    change(tmp_path)  # after that stat: only the watch, checked after it, can tell
+    _assert_read_again(voucher, position)
+
+
+def test_an_observed_file_that_is_not_the_censuss_is_read_again(watched: Workspace) -> None:
+    voucher, census = _trusting(watched)
+    position = _position(census, "b.txt")
+    voucher.observe("a.txt", position)
+    assert not voucher.trust([("a.txt", position)])
+    _assert_read_again(voucher, position)
+
+
+def test_trust_uses_the_observed_stat_once_and_forgets_on_a_new_run(
+    watched: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    voucher, census = _trusting(watched)
+    position = _position(census, "a.txt")
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        stats.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    voucher.observe("a.txt", position)
+    assert voucher.trust([("a.txt", position)])
+    assert stats == ["a.txt"]  # the observation, not a second stat after rg ended
+    voucher.observe("a.txt", position)
+    voucher.forget_observed()
+    assert voucher.trust([("a.txt", position)])
+    assert stats == ["a.txt"] * 3

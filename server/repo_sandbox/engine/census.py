@@ -188,16 +188,18 @@ class Census:
 
     def _kind(self, walk: Walk, run: Run, name: str, rel: str, slot: int) -> tuple[int, os.stat_result] | None:
         """The file's kind and what its stat said, or None when the walk's policy refuses it (not a regular
-        file, hard-linked)."""
-        try:
-            info = os.stat(name, dir_fd=run.dir_fd, follow_symlinks=False)
-        except OSError:
-            return None
-        if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not walk.jail.allow_hard_links):
-            return None
-        if info.st_size > self.max_bytes:
-            return TOO_LARGE, info
-        if run.facts is not None:  # a tree index remembers kinds (`tree.facts`); without one, every file is sniffed
+        file, hard-linked). A file the tree index remembers nothing of is opened straight away (the listing
+        said it is a regular file; the open never follows a link, never blocks, and its `fstat` decides)."""
+        # A tree index remembers kinds (`tree.facts`); without one, or without a record, the file is sniffed.
+        if run.facts is not None and facts.known(run.facts, slot):
+            try:
+                info = os.stat(name, dir_fd=run.dir_fd, follow_symlinks=False)
+            except OSError:
+                return None
+            if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not walk.jail.allow_hard_links):
+                return None
+            if info.st_size > self.max_bytes:
+                return TOO_LARGE, info
             remembered = facts.recall(run.facts, slot, info)
             if remembered is not None:
                 return remembered[0], info

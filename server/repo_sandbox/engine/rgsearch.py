@@ -133,14 +133,19 @@ class _Search:
             raise IOFailureError("The search engine failed while streaming results; try again.", exit_code=code)
         raise _Fallback(process.error_text)
 
-    def _collect(self, options: RgOptions) -> dict[bytes, FileOutput] | None:
-        """Every file's output of an unsorted run; None when there are too many matches to sort them all."""
-        process = self._start(options)
+    def _collect(self, options: RgOptions, process: RgProcess | None = None) -> dict[bytes, FileOutput] | None:
+        """Every file's output of an unsorted run (`process`, when already started); None when there are too
+        many matches to sort them all."""
+        process = self._start(options) if process is None else process
         outputs: dict[bytes, FileOutput] = {}
         seen = 0
+        census_done = self.census.done
+        self.voucher.forget_observed()
         for output in process.files():
             self._check_cancel()
             outputs[output.path] = output
+            if census_done.is_set() and self.census.error is None and (position := self._placed(output)) is not None:
+                self.voucher.observe(self._root_path(output.path), position)
             seen += 1 if options.count_only else output.count
             if seen > SWITCH_LINES or process.bytes_read > SWITCH_BYTES:
                 self._stop_process()
@@ -200,31 +205,39 @@ class _Search:
         self.census.stats_through(position, self.stats)
         return self._file_hits(position, output)
 
-    def _first_run(self, options: RgOptions, *, many: bool) -> dict[bytes, FileOutput] | RgProcess:
+    def _first_run(
+        self, options: RgOptions, *, many: bool, census: threading.Thread | None = None
+    ) -> dict[bytes, FileOutput] | RgProcess:
         """Every file's output of an unsorted run, or (too many hits, or known to have many) the started
-        sorted stream, which starts up and fills its pipe while the census finishes."""
-        outputs = None if many else self._collect(options)
+        sorted stream, which starts up and fills its pipe while the census finishes. `census` (not started
+        yet) starts once rg has: rg's start-up then never waits for the census thread to let go of the GIL."""
+        process = self._start(dataclasses.replace(options, sorted_output=True) if many else options)
+        if census is not None:
+            census.start()
+        if many:
+            return process
+        outputs = self._collect(options, process)
         return self._start(dataclasses.replace(options, sorted_output=True)) if outputs is None else outputs
 
     def run(self) -> Iterator[FileHits]:
         thread = threading.Thread(target=self.census.run, name="repo-sandbox-census", daemon=True)
-        thread.start()
         try:
-            yield from self._search(self.base)
+            yield from self._search(self.base, thread)
             self.census.stats_through(len(self.census.kinds) - 1, self.stats)
             self.stats.walk_truncated = self.census.walk_truncated
         finally:
             self._stop_process()
             self.census.stop.set()
-            thread.join()
+            if thread.ident is not None:
+                thread.join()
             voucher = self.voucher
             rgstate.record_search(
                 self.ws, unread=voucher.unread, read_again=voucher.read_again, from_memo=self.census.from_memo
             )
 
-    def _search(self, options: RgOptions) -> Iterator[FileHits]:
+    def _search(self, options: RgOptions, census: threading.Thread) -> Iterator[FileHits]:
         many = rgstate.many_hits_before(self.ws, self.request)
-        first = self._first_run(options, many=many)
+        first = self._first_run(options, many=many, census=census)
         self._wait_census()
         if options.use_ignore_files and not self.census.rg_ignores_agree:
             options = dataclasses.replace(options, use_ignore_files=False)

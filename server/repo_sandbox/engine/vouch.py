@@ -37,6 +37,11 @@ from repo_sandbox.workspace import Workspace
 
 _BOM: Final = b"\xef\xbb\xbf"
 _NEWLINE: Final = ord("\n")
+_SAME: Final = 0
+_OTHER_DEVICE: Final = 1
+"""The file the census saw, on another file system than the root (a mount inside it): always read again."""
+_DIFFERENT: Final = 2
+"""Not the file the census saw (or gone, or hard-linked where the policy refuses that)."""
 _WALK_LINES: Final = 8
 """Lines up to this far apart are walked newline by newline; farther ones are found by their text."""
 
@@ -122,6 +127,28 @@ class Voucher:
         """Files whose rg output was taken as printed (trusted)."""
         self.read_again = 0
         """Files read again through the jail."""
+        self._seen: dict[int, int] = {}
+        """Census position -> `_SAME`, `_OTHER_DEVICE` or `_DIFFERENT`, for files `observe` stat'ed already."""
+
+    def observe(self, rel_path: str, position: int) -> None:
+        """Stat a file rg has just printed, while rg still runs (the census must be done): `trust` then uses
+        this stat, taken after rg printed the file as the rule asks, and checks the watch after it."""
+        if self.mark is not None or self.census.from_memo:
+            self._seen[position] = self._identity(rel_path, position)
+
+    def forget_observed(self) -> None:
+        """Drop what `observe` saw: a new rg run is starting, whose prints are what `trust` must follow."""
+        self._seen.clear()
+
+    def _identity(self, rel_path: str, position: int) -> int:
+        jail = self.ws.jail
+        try:
+            info = os.stat(rel_path, dir_fd=jail.root_fd, follow_symlinks=False)
+        except OSError:
+            return _DIFFERENT
+        if not self.census.same_file(position, info) or (info.st_nlink > 1 and not jail.allow_hard_links):
+            return _DIFFERENT
+        return _SAME if info.st_dev == self._root_device else _OTHER_DEVICE
 
     def trust(self, files: list[tuple[str, int]]) -> bool:
         """Decide for these (root-relative path, census position) files, which rg has printed, whether rg
@@ -132,19 +159,16 @@ class Voucher:
         mark = self.mark
         if mark is None and not self.census.from_memo:
             return True
-        jail = self.ws.jail
         same: list[int] = []
         agree = True
+        seen = self._seen
         for rel_path, position in files:
-            try:
-                info = os.stat(rel_path, dir_fd=jail.root_fd, follow_symlinks=False)
-            except OSError:
+            identity = seen.pop(position, None)
+            if identity is None:
+                identity = self._identity(rel_path, position)
+            if identity == _DIFFERENT:
                 agree = False
-                continue
-            linked = info.st_nlink > 1 and not jail.allow_hard_links
-            if not self.census.same_file(position, info) or linked:
-                agree = False
-            elif info.st_dev == self._root_device:
+            elif identity == _SAME:
                 same.append(position)
         if same and mark is not None and mark.quiet_since():
             self._trusted.update(same)

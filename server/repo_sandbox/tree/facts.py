@@ -48,6 +48,14 @@ def new_facts(count: int) -> bytearray:
     return bytearray(RECORD_BYTES * count)
 
 
+_INODE: Final = struct.Struct("<Q")
+
+
+def known(facts: bytearray, slot: int) -> bool:
+    """Whether anything is remembered for this slot (a record's inode is never 0)."""
+    return _INODE.unpack_from(facts, slot * RECORD_BYTES)[0] != 0
+
+
 def recall(facts: bytearray, slot: int, info: os.stat_result) -> tuple[int, int] | None:
     """(kind, lines or UNKNOWN_LINES) remembered for this file at this `identity`, else None (the record's
     fields compared one by one: no tuple per file)."""
