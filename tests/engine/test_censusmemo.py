@@ -202,7 +202,7 @@ def test_a_census_of_files_the_index_knows_nothing_of_opens_them_without_a_stat_
                 stats.append(str(path))
             return real_stat(path, *args, **kwargs)
 
-        monkeypatch.setattr(census_module.os, "stat", counting_stat)
+        monkeypatch.setattr(os, "stat", counting_stat)
         arguments = {"pattern": "x", "include_hidden": True}
         first = search_text(ws, SearchTextArgs(**arguments))
         assert stats == []  # a fresh index: every file opened (and fstat'ed) once, no stat by name before
