@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,6 +81,16 @@ def render(rounds: list[RoundResult], corpus: Path, note: str, fs_note: str) -> 
         f"peak RSS, server and children: {statistics.median(r.peak_mib for r in rounds):.1f} MiB "
         f"(max {max(r.peak_mib for r in rounds):.1f})"
     )
+    first = rounds[0].pairs
+    never = [
+        f"{kind} {first[(kind, 'cold')][0]:.1f} ms {first[(kind, 'cold')][0] / first[(kind, 'cold')][1]:.2f}x"
+        for kind in (STEPS[0].kind, STEPS[8].kind)
+        if (kind, "cold") in first and first[(kind, "cold")][1] > 0
+    ]
+    lines.append(
+        "cold: each round's server starts with the file facts the previous round's kept ([workspace] facts_cache); "
+        f"round 1, with none: {'; '.join(never)}"
+    )
     lines.append(f"search state at the end of the last round: {json.dumps(rounds[-1].index)}")
     errors = [error for r in rounds for error in r.errors]
     lines.append(f"calls answered with an error: {len(errors)}" + "".join(f"\n  {e}" for e in errors))
@@ -121,8 +132,17 @@ def run_session(corpora: list[tuple[Path, str]], rounds: int, idle_s: float, ser
     """Run and print the session benchmark on each corpus, for each server variant (the first is the table)."""
     started = time.monotonic()
     for corpus, note in corpora:
-        session = Session(corpus, [Server(v.name, [*v.command, "--root", str(corpus)], v.env) for v in servers], idle_s)
-        results = anyio.run(_rounds, session, rounds)
+        with tempfile.TemporaryDirectory(prefix="repo-sandbox-bench-facts-") as caches:
+            # each variant keeps its file facts in a cache of its own, empty before round 1
+            session = Session(
+                corpus,
+                [
+                    Server(v.name, [*v.command, "--root", str(corpus)], {**v.env, "XDG_CACHE_HOME": f"{caches}/{n}"})
+                    for n, v in enumerate(servers)
+                ],
+                idle_s,
+            )
+            results = anyio.run(_rounds, session, rounds)
         base = [r[servers[0].name] for r in results]
         print(render(base, corpus, note, session.fs_note), flush=True)
         for server in servers[1:]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,23 @@ from repo_sandbox.config.loader import load_settings
 from repo_sandbox.config.model import Settings
 from repo_sandbox.workspace import Workspace
 from tree_files import write
+
+_TEST_CACHE = "RSMCP_TEST_CACHE"
+_made_cache: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Servers started by the tests keep their file facts (`[workspace] facts_cache`) in a directory of this
+    test run, never in the user's cache; subprocess servers and xdist workers inherit it."""
+    if _TEST_CACHE not in os.environ:
+        cache = tempfile.mkdtemp(prefix="repo-sandbox-test-cache-")
+        _made_cache.append(cache)
+        os.environ[_TEST_CACHE] = os.environ["XDG_CACHE_HOME"] = cache
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for cache in _made_cache:
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from repo_sandbox.config.model import LimitsConfig, Settings
 from repo_sandbox.fs.jail import Jail
 from repo_sandbox.fs.walk import Walk, WalkOptions
 from repo_sandbox.policy.deny import DenyList
+from repo_sandbox.tree.factstore import FactStore
 from repo_sandbox.tree.indexes import TreeIndexes
 from repo_sandbox.tree.walk import IndexedWalk
 
@@ -26,7 +27,8 @@ class Workspace:
         self._owns_audit = audit is None
         self.audit = AuditLog(settings.audit) if audit is None else audit
         """The audit trail; any stage or tool may record a policy decision with `audit.decision(...)`."""
-        self.trees = TreeIndexes(self.jail, ws.tree_index)
+        store = FactStore(self.jail.root, self.jail.root_fd) if ws.facts_cache else None
+        self.trees = TreeIndexes(self.jail, ws.tree_index, store)
         """The walk's listings kept between calls (`tree.index`); `walk()` uses them."""
         self.on_close: list[Callable[[], None]] = []
         """Called by `close()`, for services that hold resources of this workspace (e.g. exec's watches)."""

@@ -115,6 +115,10 @@ class WorkspaceConfig(_Section):
     """Reuse the walk's listings between calls: "watch" (inotify tells what changed; on a network or FUSE file
     system, or where inotify is unavailable, directories are re-stat'ed instead), "stat" (always re-stat),
     "off" (walk on every call)."""
+    facts_cache: bool = True
+    """Keep what the tree index learnt of each file (binary or text, line count, by stat identity) in the user's
+    cache directory when the server stops, so that the next run on this repository does not read every file
+    again for its first search or count (`$XDG_CACHE_HOME/repo-sandbox/facts`; needs `tree_index`)."""
 
     @property
     def effective_deny(self) -> list[str]:

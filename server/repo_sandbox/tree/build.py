@@ -16,6 +16,7 @@ from typing import Final
 
 from repo_sandbox.fs.jail import Jail
 from repo_sandbox.fs.walk import IgnoreStack, WalkOptions, list_directory
+from repo_sandbox.tree.factstore import Seeds
 from repo_sandbox.tree.node import Node
 
 DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -57,12 +58,15 @@ class Builder:
         previous: Mapping[str, Node],
         watch: Callable[[int, str], int],
         unwatch: Callable[[Node], None],
+        seeds: Seeds | None = None,
     ) -> None:
         self.jail = jail
         self.options = options
         self.nodes = nodes
         self.previous = previous
         """The nodes of the last snapshot: their file facts are carried over by path."""
+        self.seeds: Seeds = {} if seeds is None else seeds
+        """Facts a previous run kept (`tree.factstore`), carried over by path where `previous` has no node."""
         self.watch = watch
         self.unwatch = unwatch
         self.entries = sum(node.entries for node in nodes.values())
@@ -87,6 +91,7 @@ class Builder:
         listing = list_directory(self.jail, fd, rel, inherited, self.options, budget, stamps=True)
         if listing is None:
             raise TooLarge
+        previous = self.previous.get(rel)
         node = Node.from_listing(
             rel,
             depth,
@@ -95,7 +100,8 @@ class Builder:
             listed_ns,
             listing,
             inherited,
-            self.previous.get(rel),
+            previous,
+            self.seeds.get(rel) if previous is None else None,
         )
         node.wd = wd
         self._put(node)

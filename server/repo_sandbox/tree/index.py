@@ -32,6 +32,7 @@ from repo_sandbox.fs.jail import Jail
 from repo_sandbox.fs.walk import IgnoreStack, WalkOptions, stamp_at
 from repo_sandbox.fs.watch import Subscription, WatchHub, WatchMark
 from repo_sandbox.tree.build import DIR_FLAGS, Builder, TooLarge
+from repo_sandbox.tree.factstore import Seeds
 from repo_sandbox.tree.node import Node
 
 TreeIndexMode = Literal["watch", "stat", "off"]
@@ -84,10 +85,12 @@ class Snapshot:
 class TreeIndex:
     """The index of one set of walk options. Thread-safe; `snapshot()` is fresh when it returns."""
 
-    def __init__(self, jail: Jail, options: WalkOptions, hub: WatchHub | None) -> None:
+    def __init__(self, jail: Jail, options: WalkOptions, hub: WatchHub | None, seeds: Seeds | None = None) -> None:
         self.jail = jail
         self.options = options
         self.hub = hub
+        self._seeds: Seeds = {} if seeds is None else seeds
+        """Facts a previous run kept (`tree.factstore`), for the first build only."""
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._subscription: Subscription | None = None
@@ -127,7 +130,8 @@ class TreeIndex:
             try:
                 if self._snapshot is None:
                     if time.monotonic() >= self._too_large_until:
-                        self._rebuild({})
+                        seeds, self._seeds = self._seeds, {}
+                        self._rebuild({}, seeds=seeds)
                 else:
                     self._refresh(self._snapshot)
             except TooLarge:
@@ -147,6 +151,14 @@ class TreeIndex:
                 return None
             counts = subscription.mark()
             return None if counts is None else WatchMark(subscription, *counts)
+
+    def learnt(self) -> list[tuple[str, str, bytearray]]:
+        """(directory, its files' names joined by '/', their fact records) of the current snapshot."""
+        with self._lock:
+            snapshot = self._snapshot
+        if snapshot is None:
+            return []
+        return [(rel, node.files, node.facts) for rel, node in snapshot.nodes.items()]
 
     def close(self) -> None:
         with self._lock:
@@ -189,10 +201,10 @@ class TreeIndex:
         elif isinstance(held, set):
             held.discard(node.rel)
 
-    def _builder(self, nodes: dict[str, Node], previous: Mapping[str, Node]) -> Builder:
-        return Builder(self.jail, self.options, nodes, previous, self._watch, self._unwatch)
+    def _builder(self, nodes: dict[str, Node], previous: Mapping[str, Node], seeds: Seeds | None = None) -> Builder:
+        return Builder(self.jail, self.options, nodes, previous, self._watch, self._unwatch, seeds)
 
-    def _rebuild(self, previous: Mapping[str, Node], *, watch: bool = True) -> None:
+    def _rebuild(self, previous: Mapping[str, Node], *, watch: bool = True, seeds: Seeds | None = None) -> None:
         old = self._subscription
         self._subscription = self.hub.subscribe() if self.hub is not None and watch else None
         self._by_wd = {}
@@ -200,7 +212,7 @@ class TreeIndex:
         nodes: dict[str, Node] = {}
         try:
             root_fd = os.open(".", DIR_FLAGS, dir_fd=self.jail.root_fd)
-            self._builder(nodes, previous).subtree(root_fd, ".", 0, ROOT_IGNORES)
+            self._builder(nodes, previous, seeds).subtree(root_fd, ".", 0, ROOT_IGNORES)
         finally:
             if old is not None:
                 old.close()  # after the new watches are placed: shared watch descriptors stay

@@ -11,6 +11,7 @@ from typing import Any, Final
 from repo_sandbox.fs.jail import Jail
 from repo_sandbox.fs.walk import WalkOptions
 from repo_sandbox.fs.watch import WatchHub, WatchMark
+from repo_sandbox.tree.factstore import FactStore
 from repo_sandbox.tree.index import Snapshot, TreeIndex, TreeIndexMode
 
 _REMOTE_FILESYSTEMS: Final = frozenset(
@@ -38,9 +39,12 @@ class TreeIndexes:
 
     MAX_INDEXES: Final = 2
 
-    def __init__(self, jail: Jail, mode: TreeIndexMode) -> None:
+    def __init__(self, jail: Jail, mode: TreeIndexMode, store: FactStore | None = None) -> None:
+        """`store`: where file facts are kept between runs (`tree.factstore`), read by the first index built."""
         self.jail = jail
         self.mode = mode
+        self.store = None if mode == "off" else store
+        self._seeds_taken = False
         self.hub = WatchHub.open() if mode == "watch" and watchable(jail.root) else None
         self._indexes: dict[tuple[bool, bool], TreeIndex] = {}
         self._lock = threading.Lock()
@@ -55,7 +59,11 @@ class TreeIndexes:
                 return None
             index = self._indexes.pop(key, None)
             if index is None:
-                index = TreeIndex(self.jail, options, self.hub)
+                seeds = None
+                if self.store is not None and not self._seeds_taken:
+                    self._seeds_taken = True
+                    seeds = self.store.load()
+                index = TreeIndex(self.jail, options, self.hub, seeds)
                 if len(self._indexes) >= self.MAX_INDEXES:
                     self._indexes.pop(next(iter(self._indexes))).close()
             self._indexes[key] = index
@@ -81,8 +89,14 @@ class TreeIndexes:
         }
 
     def close(self) -> None:
+        """Keep what the indexes learnt of the files (the store), then close them."""
         with self._lock:
             self._closed = True
+            if self.store is not None:
+                learnt: dict[str, tuple[str, str, bytearray]] = {}
+                for index in reversed(self._indexes.values()):  # the most recently used index wins
+                    learnt.update((entry[0], entry) for entry in index.learnt())
+                self.store.save(learnt.values())
             for index in self._indexes.values():
                 index.close()
             self._indexes.clear()

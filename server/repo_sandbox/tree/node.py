@@ -59,9 +59,11 @@ class Node:
         listing: Listing,
         inherited: IgnoreStack,
         previous: Node | None,
+        seed: tuple[str, bytes] | None = None,
     ) -> Node:
         """The node of a fresh listing. Facts of files `previous` (the same directory listed before) knew are
-        carried over; its ignore rules are reused when they read the same (so walks keep using the children)."""
+        carried over, or without one those of `seed` (names joined by '/', records: `tree.factstore`); its
+        ignore rules are reused when they read the same (so walks keep using the children)."""
         names: list[str] = []
         dirs: list[tuple[int, str]] = []
         for name, is_dir in listing.kept:
@@ -73,11 +75,12 @@ class Node:
         ignores = listing.ignores
         if previous is not None and previous.inherited is inherited and previous.ignore_lines == ignore_lines:
             ignores = previous.ignores
-        facts = (
-            file_facts.carried(previous.facts, previous.names(), names)
-            if previous is not None
-            else file_facts.new_facts(len(names))
-        )
+        if previous is not None:
+            facts = file_facts.carried(previous.facts, previous.names(), names)
+        elif seed is not None:
+            facts = file_facts.carried(bytearray(seed[1]), seed[0].split("/") if seed[0] else [], names)
+        else:
+            facts = file_facts.new_facts(len(names))
         stamps = tuple(listing.ignore_stamps)
         return cls(
             rel=rel,
