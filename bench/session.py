@@ -100,6 +100,8 @@ class RoundResult:
     results against the output schema)."""
     read_p50: tuple[float, float | None] = (0.0, None)
     """(ours, filesystem server) read_file 200 lines p50 ms."""
+    bare_read_p50: float = 0.0
+    """A bare MCPServer's `head` of the same 200 lines, p50 ms: the Python SDK's own floor for such a call."""
     peak_mib: float = 0.0
     errors: list[str] = field(default_factory=list[str])
     """Calls answered with an error (a timeout on a busy machine, say): the kind and the error code."""
@@ -202,6 +204,12 @@ class Session:
             ]
         return statistics.median(samples)
 
+    async def _bare_read_p50(self) -> float:
+        path = str(self.corpus / self.rel)
+        async with Client(StdioServerParameters(command=sys.executable, args=[BARE]), mode="legacy") as bare:
+            samples = [await _ms(lambda: bare.call_tool("head", {"path": path, "lines": 200})) for _ in range(READS)]
+        return statistics.median(samples)
+
     async def round(self) -> dict[str, RoundResult]:
         order = list(self.servers)
         random.shuffle(order)
@@ -257,6 +265,7 @@ class Session:
                     out.paging[kind] = (ours, await self._ref(argv), pages, validating)
                 ours_reads = [await _ms(lambda: call("read_file", read)) for _ in range(READS)]  # checked, as theirs
                 out.read_p50 = (statistics.median(ours_reads), await self._fs_read_p50())
+                out.bare_read_p50 = await self._bare_read_p50()
                 await anyio.sleep(self.idle_s)
                 for step in AFTER_IDLE:
                     *pair, checking = await self._paired(

@@ -70,3 +70,4 @@ def test_bench_session_quick_runs_the_whole_session_on_a_tiny_tree(tmp_path: Pat
     assert "variant 'no memo' over the first" in table and "session benchmark took" in table
     assert "checking results against the output schema" in table
     assert "round 1, with none: search_text rare literal" in table  # the first round's cold calls, apart
+    assert "a bare MCPServer (Python SDK, no policy) returning the same 200 lines: p50" in table
