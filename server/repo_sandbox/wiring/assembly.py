@@ -29,6 +29,7 @@ from repo_sandbox import __version__
 from repo_sandbox.roots import RootPolicy, SessionRoots
 from repo_sandbox.wiring import sdk_adapter
 from repo_sandbox.wiring.identity import INSTRUCTIONS, POLICY_URI, SERVER_NAME, STATUS_URI
+from repo_sandbox.wiring.preparation import Preparation
 from repo_sandbox.wiring.session_ids import SessionIds
 from repo_sandbox.workspace import Workspace
 
@@ -76,13 +77,21 @@ def build_server(
             root_policy.client_declared_roots.set()
         return await call_next(ctx)
 
+    preparation = Preparation(workspace)
+
+    async def prepare_once_initialized(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "initialize":
+            preparation.start()
+        return result
+
     session_of = session_ids.session_of
 
     @functools.cache
     def tools() -> ToolHandlers:
         from repo_sandbox.wiring.handlers import ToolHandlers
 
-        return ToolHandlers(workspace, clock, bus, session_of, session_roots)
+        return ToolHandlers(workspace, clock, bus, session_of, session_roots, preparation.start)
 
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME,
@@ -90,7 +99,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         subscriptions=bus,
-        middleware=[_remember_request, note_roots_capability],
+        middleware=[_remember_request, note_roots_capability, prepare_once_initialized],
         request_state_security=request_state_security,
     )
 

@@ -7,10 +7,8 @@ that answering `initialize` does not wait for it.
 from __future__ import annotations
 
 import functools
-import threading
 import warnings
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any
 
 from mcp.server import ServerRequestContext
@@ -26,7 +24,6 @@ from mcp.types import (
 )
 
 from repo_sandbox.calls import CallContext
-from repo_sandbox.engine import select
 from repo_sandbox.errors import SandboxFailedError
 from repo_sandbox.roots import SessionRoots
 from repo_sandbox.runtime.approvals import make_approve
@@ -37,9 +34,6 @@ from repo_sandbox.runtime.pipeline import CallPipeline, ToolCall
 from repo_sandbox.tools.registry import TOOLS, TOOLS_BY_NAME
 from repo_sandbox.wiring.convert import call_tool_result, mcp_tool
 from repo_sandbox.workspace import Workspace
-
-PREPARE_JOIN_S = 10.0
-"""How long closing a workspace waits for the engine's background preparation."""
 
 
 class ToolHandlers:
@@ -52,7 +46,9 @@ class ToolHandlers:
         bus: InMemorySubscriptionBus,
         session_of: Callable[[ServerRequestContext[Any]], str],
         roots: SessionRoots | None = None,
+        prepare: Callable[[], None] = lambda: None,
     ) -> None:
+        """`prepare`: gets the search engine ready in the background (idempotent)."""
         self.workspace = workspace
         self.loop = AgentLoopState.from_workspace(workspace, clock)
         self.pipeline = build_pipeline(workspace, TOOLS, self.loop)
@@ -61,7 +57,7 @@ class ToolHandlers:
         """One pipeline per served workspace (client roots), all sharing the session state of `loop`."""
         self._bus = bus
         self._session_of = session_of
-        self._prepared = False
+        self._prepare = prepare
 
     def _pipeline(self, workspace: Workspace) -> CallPipeline:
         pipeline = self._pipelines.get(id(workspace))
@@ -79,15 +75,7 @@ class ToolHandlers:
 
     async def list_tools(self, ctx: ServerRequestContext[Any]) -> ListToolsResult:
         """The tools this client may use, each blocked circuit noted in its tool's description."""
-        if not self._prepared:  # calls follow a listing: the search engine gets ready meanwhile
-            self._prepared = True
-            preparing = threading.Thread(
-                target=select.prepare, args=(self.workspace,), name="repo-sandbox-prepare", daemon=True
-            )
-            # Closing the workspace waits for it first: what it opens (the tree index's descriptors, rg's
-            # launcher, registered in on_close meanwhile) is then closed with the rest.
-            self.workspace.on_close.insert(0, partial(preparing.join, PREPARE_JOIN_S))
-            preparing.start()
+        self._prepare()  # normally started by `initialize` already (`wiring.preparation`)
         can_elicit = can_ask_user(ctx.session, ctx.protocol_version)
         notes = self.loop.guard.blocked_descriptions(self._session_of(ctx))
         listed: list[Tool] = []

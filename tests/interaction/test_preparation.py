@@ -1,0 +1,48 @@
+"""The search engine gets ready in the background once a client has initialized (rg found, its launcher
+started, the tree index built), before the client even lists the tools; never before `initialize`."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from mcp import Client
+
+from repo_sandbox.engine import rgstate, select
+from repo_sandbox.wiring.assembly import build_server
+from repo_sandbox.workspace import Workspace
+
+pytestmark = pytest.mark.anyio
+
+
+def _indexed(workspace: Workspace) -> int:
+    return sum(index["directories"] for index in workspace.trees.describe()["indexes"])
+
+
+async def test_initialize_starts_the_preparation_without_a_listing(workspace: Workspace) -> None:
+    server = build_server(workspace)
+    await anyio.sleep(0.2)
+    assert _indexed(workspace) == 0  # building the server prepares nothing
+    async with Client(server, mode="legacy"):
+        for _ in range(500):  # 10 s at most
+            if _indexed(workspace):
+                break
+            await anyio.sleep(0.02)
+    assert _indexed(workspace) > 0, "initialize did not start the preparation"
+    assert rgstate.counts(workspace)["census"]["taken"] == 0  # only the caches: no search was made
+
+
+async def test_a_listing_after_initialize_prepares_once(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    prepared: list[Workspace] = []
+    real_prepare = select.prepare
+
+    def counting(ws: Workspace) -> None:
+        prepared.append(ws)
+        real_prepare(ws)
+
+    monkeypatch.setattr(select, "prepare", counting)
+    async with Client(build_server(workspace), mode="legacy") as client:
+        await client.list_tools()
+        await client.list_tools()
+        found = await client.call_tool("search_text", {"pattern": "TODO"})
+        assert found.is_error is False
+    assert prepared == [workspace]
