@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from e2e_tree import build_tree
 
+from cache_env import in_test_cache
 from repo_sandbox.wiring.render import result_text
 
 pytestmark = [pytest.mark.inspector, pytest.mark.e2e]
@@ -65,7 +66,7 @@ def inspect(inspector: Path, server: list[str], *method: str) -> tuple[int, Any,
 
 
 def sandbox(repo: Path) -> list[str]:
-    return [REPO_SANDBOX, "--root", str(repo)]
+    return in_test_cache([REPO_SANDBOX, "--root", str(repo)])
 
 
 def test_inspector_lists_the_tools_with_input_and_output_schemas_and_annotations(

@@ -10,6 +10,8 @@ import pytest
 from harness import TOKEN, Subprocess
 from nodetools import INSPECTOR, node22_env
 
+from cache_env import in_test_cache
+
 pytestmark = [pytest.mark.inspector, pytest.mark.e2e]
 
 
@@ -21,7 +23,7 @@ def inspect(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def stdio_target(served_repo: Subprocess) -> list[str]:
-    return [sys.executable, "-m", "repo_sandbox", "--root", str(served_repo.root)]
+    return in_test_cache([sys.executable, "-m", "repo_sandbox", "--root", str(served_repo.root)])
 
 
 def test_inspector_lists_tools_over_stdio(stdio_target: list[str]) -> None:
