@@ -87,6 +87,18 @@ def test_a_second_run_answers_alike_without_reading_the_files_again(root: Path, 
     second = _session(root)
     assert second == first
     assert reads == []  # the kinds (search) and line counts (count) came from the store
+    ws = _open(root)
+    try:
+        assert ws.trees.describe()["facts_cache"] == {"path": str(_stores(cache)[0]), "directories_loaded": 0}
+        search_text(ws, SearchTextArgs(pattern="MARKER"))
+        assert ws.trees.describe()["facts_cache"]["directories_loaded"] == 2  # the root and src
+    finally:
+        ws.close()
+    off = _open(root, facts_cache=False)
+    try:
+        assert off.trees.describe()["facts_cache"] is None
+    finally:
+        off.close()
     assert first["count"]["skipped_binary"] == 1 and first["search"]["files_searched"] == 6
 
 

@@ -45,6 +45,7 @@ class TreeIndexes:
         self.mode = mode
         self.store = None if mode == "off" else store
         self._seeds_taken = False
+        self._seeded_directories = 0
         self.hub = WatchHub.open() if mode == "watch" and watchable(jail.root) else None
         self._indexes: dict[tuple[bool, bool], TreeIndex] = {}
         self._lock = threading.Lock()
@@ -63,6 +64,7 @@ class TreeIndexes:
                 if self.store is not None and not self._seeds_taken:
                     self._seeds_taken = True
                     seeds = self.store.load()
+                    self._seeded_directories = len(seeds)
                 index = TreeIndex(self.jail, options, self.hub, seeds)
                 if len(self._indexes) >= self.MAX_INDEXES:
                     self._indexes.pop(next(iter(self._indexes))).close()
@@ -80,12 +82,17 @@ class TreeIndexes:
             return list(self._indexes.values())
 
     def describe(self) -> dict[str, Any]:
-        """The "tree_index" entry of the status resource: the configured mode, whether inotify is used, and
-        each index (one per hidden/ignored option set in use)."""
+        """The "tree_index" entry of the status resource: the configured mode, whether inotify is used, each
+        index (one per hidden/ignored option set in use), and the facts cache (its file, and how many
+        directories' facts this run took from it)."""
+        store = self.store
         return {
             "mode": self.mode,
             "inotify": self.hub is not None,
             "indexes": [index.describe() for index in self.indexes()],
+            "facts_cache": None
+            if store is None
+            else {"path": str(store.path), "directories_loaded": self._seeded_directories},
         }
 
     def close(self) -> None:
