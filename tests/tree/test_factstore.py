@@ -194,9 +194,7 @@ def test_a_store_this_run_cannot_trust_is_not_used(root: Path, cache: Path, dama
     assert _session(root) == first
 
 
-def test_a_store_directory_inside_the_repository_is_never_used(
-    root: Path, monkeypatch: pytest.MonkeyPatch, reads: list[int]
-) -> None:
+def test_a_store_directory_inside_the_repository_is_never_used(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(root / "cache"))
     _session(root)
     assert not (root / "cache").exists()
