@@ -213,3 +213,19 @@ def test_the_store_directory_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert factstore.store_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "repo-sandbox" / "facts"
     monkeypatch.setenv("HOME", str(tmp_path))
     assert factstore.store_dir({}) == tmp_path / ".cache" / "repo-sandbox" / "facts"
+
+
+def test_a_store_over_the_size_limit_is_neither_read_nor_written(
+    root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _session(root)
+    (store,) = _stores(cache)
+    written = store.stat()
+    monkeypatch.setattr(factstore, "MAX_STORE_BYTES", written.st_size - 1)
+    ws = _open(root)
+    try:
+        assert FactStore(ws.root, ws.jail.root_fd).load() == {}
+        count_lines(ws, CountLinesArgs())  # learns the same facts again
+    finally:
+        ws.close()  # they are as large: the old store is not replaced
+    assert store.stat().st_ino == written.st_ino
