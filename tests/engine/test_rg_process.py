@@ -201,6 +201,41 @@ def test_the_next_page_of_a_many_hit_search_starts_with_the_sorted_stream(
         ws.close()
 
 
+@pytest.mark.parametrize("start", ["src", "."])
+def test_rg_is_told_the_size_limit_once_a_census_met_a_larger_file(
+    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str
+) -> None:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.txt").write_text("needle small\n")
+    (root / "src" / "b.txt").write_text("nothing\n")
+    argvs: list[list[str]] = []
+    real_init = rgprocess.RgProcess.__init__
+
+    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
+        real_init(self, argv, *args, **kwargs)
+        argvs.append(argv)
+
+    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
+
+    def search(ws: Workspace, path: str = ".") -> tuple[list[str], int]:
+        argvs.clear()
+        result = _content(search_text(ws, SearchTextArgs(pattern="needle", path=path)))
+        return sorted(m.path for m in result.matches), result.skipped_too_large
+
+    ws = _ws(root, max_file_bytes=4096)
+    try:
+        assert search(ws) == (["src/a.txt"], 0)
+        assert argvs and all("--max-filesize" not in argv for argv in argvs)  # no stat of every file for rg
+        (root / "src" / "big.txt").write_text("needle big\n" * 1000)  # over the limit
+        assert search(ws, start) == (["src/a.txt"], 1)  # rg read the large file; the census kept it out
+        assert all("--max-filesize" not in argv for argv in argvs)
+        assert search(ws, "src") == (["src/a.txt"], 1)  # from now on rg is told, whatever the start
+        assert argvs and all(argv[argv.index("--max-filesize") + 1] == "4096" for argv in argvs)
+    finally:
+        ws.close()
+
+
 def test_cancelling_a_search_kills_its_rg(rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _many(tmp_path / "repo", 5000)
     cancel = threading.Event()

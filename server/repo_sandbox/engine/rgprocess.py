@@ -42,7 +42,8 @@ class RgOptions:
     sorted_output: bool
     use_ignore_files: bool
     include_hidden: bool
-    max_file_bytes: int
+    max_file_bytes: int | None
+    """rg's `--max-filesize`, or None: rg then stats no file for its size (the census skips large files anyway)."""
     deny_globs: tuple[str, ...] = ()
     glob: str | None = None
 
@@ -70,9 +71,9 @@ def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[
         "--color",
         "never",
         "--no-messages",
-        "--max-filesize",
-        str(options.max_file_bytes),
     ]
+    if options.max_file_bytes is not None:
+        argv += ["--max-filesize", str(options.max_file_bytes)]
     if options.include_hidden:
         argv.append("--hidden")
     if options.use_ignore_files:

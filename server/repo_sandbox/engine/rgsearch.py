@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from repo_sandbox.engine import censusmemo, pytree, rgstate
-from repo_sandbox.engine.census import TEXT, Census, simple_rule
+from repo_sandbox.engine.census import TEXT, TOO_LARGE, Census, simple_rule
 from repo_sandbox.engine.confine import Launcher
 from repo_sandbox.engine.pymatch import BatchMatcher, MatchState
 from repo_sandbox.engine.pysearch import Deadline, Query
@@ -93,7 +93,7 @@ class _Search:
             sorted_output=False,
             use_ignore_files=not options.include_ignored,
             include_hidden=options.include_hidden,
-            max_file_bytes=ws.limits.max_file_bytes,
+            max_file_bytes=ws.limits.max_file_bytes if rgstate.met_large_files(ws) else None,
             deny_globs=tuple(deny) if all(simple_rule(r) and not r.startswith("!") for r in deny) else (),
             glob=request.glob if request.glob and not request.glob.startswith("!") else None,
         )
@@ -239,6 +239,9 @@ class _Search:
         many = rgstate.many_hits_before(self.ws, self.request)
         first = self._first_run(options, many=many, census=census)
         self._wait_census()
+        if options.max_file_bytes is None and TOO_LARGE in self.census.kinds:
+            rgstate.remember_large_files(self.ws)
+            options = dataclasses.replace(options, max_file_bytes=self.ws.limits.max_file_bytes)
         if options.use_ignore_files and not self.census.rg_ignores_agree:
             options = dataclasses.replace(options, use_ignore_files=False)
             first = self._first_run(options, many=many)

@@ -44,6 +44,26 @@ def remember_many_hits(ws: Workspace, request: SearchRequest, *, many: bool) -> 
             remembered.popitem(last=False)
 
 
+_met_large: weakref.WeakSet[Workspace] = weakref.WeakSet()
+_met_large_lock = threading.Lock()
+
+
+def met_large_files(ws: Workspace) -> bool:
+    """Whether a census of this workspace has met a file over `max_file_bytes`.
+
+    Only a strategy hint for rg's `--max-filesize`, which costs rg a stat of every file (about a tenth of
+    its run over CPython's stdlib): until a census meets such a file, rg is not told the limit. The census
+    decides which files count whatever rg reads, so a stale hint costs rg time, never correctness.
+    """
+    with _met_large_lock:
+        return ws in _met_large
+
+
+def remember_large_files(ws: Workspace) -> None:
+    with _met_large_lock:
+        _met_large.add(ws)
+
+
 _counts: weakref.WeakKeyDictionary[Workspace, list[int]] = weakref.WeakKeyDictionary()
 """Per workspace: files taken as rg printed them, files read again, censuses taken, censuses from a memo."""
 _counts_lock = threading.Lock()
