@@ -140,3 +140,30 @@ def test_walker_lists_exactly_what_git_leaves_untracked(
     finally:
         ws.close()
     assert ours == git_untracked(root), files
+
+
+# -- the one-scan prefilter never misses an entry that a rule decides ----------------------------------
+
+NAMES = ["x.txt", "y.log", "a", "b", "sub", "a.md", "out", "deep", "c.x", "ab", "ba", ".env", "config.json"]
+directories = st.sampled_from(["", "a/", "sub/", "a/b/", "b/sub/deep/", ".docker/", "x/.docker/", "out/sub/"])
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(
+    rule_lines=st.lists(
+        st.one_of(lines, st.sampled_from(["**/.docker/config.json", "a/**", "/out", "sub/*.log", "**/b"])),
+        max_size=5,
+    ),
+    prefix=directories,
+    names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=8, unique=True),
+)
+def test_candidates_hold_every_entry_a_rule_decides(rule_lines: list[str], prefix: str, names: list[str]) -> None:
+    rules = IgnoreRules(rule_lines)
+    decided = {
+        i
+        for i, name in enumerate(names)
+        if any(rules.check(prefix + name, is_dir=is_dir) != (None, None) for is_dir in (False, True))
+    }
+    found = rules.candidates(prefix, names)
+    assert decided <= set(found), (rule_lines, prefix, names)
+    assert found == sorted(set(found)) and all(0 <= i < len(names) for i in found)

@@ -68,6 +68,11 @@ def _loose_key(key: str) -> str:
     return "/".join(_trim(part) for part in key.split("/"))
 
 
+def _trailing(keys: list[str]) -> list[int]:
+    """Indices of the keys that end in a trailing dot or space."""
+    return [i for i, key in enumerate(keys) if key.endswith(_TRAILING_ENDS)]
+
+
 def _keys(rel_path: str) -> tuple[str, ...]:
     """The keys a path is matched by: as written, and without trailing dots and spaces when that differs."""
     key = _match_key(rel_path)
@@ -120,18 +125,18 @@ class DenyList:
     def denied_names(self, dir_rel: str, names: list[str]) -> set[str]:
         """The entries of directory `dir_rel` that are themselves denied (each as `is_entry_denied` decides)."""
         prefix = "" if dir_rel in ("", ".") else _match_key(dir_rel) + "/"
-        keys = [_match_key(name) for name in names]
+        joined = "/".join(names)  # no name holds a '/'
+        keys = joined.lower().split("/") if joined.isascii() else [_match_key(name) for name in names]
         denied = {
             names[i]
             for i in self._spec.candidates(prefix, keys)
             if self._rule(prefix + keys[i], is_dir=False) or self._rule(prefix + keys[i], is_dir=True)
         }
         loose_prefix = _loose_key(prefix)
-        for name, key in zip(names, keys, strict=True):
-            if name in denied or (loose_prefix == prefix and not key.endswith(_TRAILING_ENDS)):
-                continue  # already denied, or nothing to trim: matched as written above
-            if self._key_rule(loose_prefix + _loose_key(key)) is not None:
-                denied.add(name)
+        trimmed = range(len(names)) if loose_prefix != prefix else _trailing(keys)
+        for i in trimmed:  # the others have nothing to trim: they were matched as written above
+            if names[i] not in denied and self._key_rule(loose_prefix + _loose_key(keys[i])) is not None:
+                denied.add(names[i])
         return denied
 
     def is_entry_denied(self, rel_path: str) -> bool:

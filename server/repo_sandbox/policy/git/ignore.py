@@ -156,8 +156,11 @@ class _Rule:
     anchored: bool
     regex: Pattern
     parent: Pattern | None = None
-    complex_rule: bool = False
     """For an anchored rule without `**`: the directories whose entries it can match (else None: any)."""
+    complex_rule: bool = False
+    tail: str | None = None
+    """For an anchored rule: the regex source of its last segment, which an entry's name must match (None
+    when that segment is `**`: any name)."""
 
 
 def _strip_trailing_spaces(line: str) -> str:
@@ -185,7 +188,10 @@ def _parse(line: str, index: int) -> _Rule | None:
     complex_rule = _is_complex(line)
     if anchored and "**" not in line:
         parent = _compile(_path_regex(line.rpartition("/")[0]), complex_rule=complex_rule)
-    return _Rule(index, negate, dir_only, anchored, _compile(source, complex_rule=complex_rule), parent, complex_rule)
+    last = line.rpartition("/")[2]
+    tail = _segment(last) if anchored and last != "**" else None
+    regex_ = _compile(source, complex_rule=complex_rule)
+    return _Rule(index, negate, dir_only, anchored, regex_, parent, complex_rule, tail)
 
 
 def _either(rules: list[_Rule]) -> Pattern:
@@ -195,21 +201,31 @@ def _either(rules: list[_Rule]) -> Pattern:
     return _compile(source, complex_rule=any(rule.complex_rule for rule in rules))
 
 
+def _scan(sources: list[str], rules: list[_Rule]) -> Pattern:
+    """One regex finding, in a '/'-joined listing, the whole names one of `sources` matches (none matches
+    '/', so a match cannot span two names)."""
+    if not sources:
+        return re.compile(r"(?!)")
+    alternation = "|".join(f"(?:{source})" for source in sources)
+    return _compile(f"(?<![^/])(?:{alternation})(?![^/])", complex_rule=any(r.complex_rule for r in rules))
+
+
 class IgnoreRules:
     """Compiled gitignore lines. `check(path, is_dir=...)` names the rule that decides the entry, if any."""
 
-    __slots__ = ("_anchored_any", "_has_anchored", "_name_any", "_name_scan", "_rules")
+    __slots__ = ("_anchored", "_anchored_any", "_name_any", "_name_scan", "_rules", "_tail_scan")
 
     def __init__(self, lines: Iterable[str]) -> None:
         self._rules = [rule for i, line in enumerate(lines) if (rule := _parse(line, i)) is not None]
         name_rules = [r for r in self._rules if not r.anchored]
+        self._anchored = [r for r in self._rules if r.anchored]
         self._name_any = _either(name_rules)
-        self._anchored_any = _either([r for r in self._rules if r.anchored])
-        self._has_anchored = len(name_rules) < len(self._rules)
+        self._anchored_any = _either(self._anchored)
         # Whole '/'-separated names only: no translated rule matches '/', so a match cannot span two names.
-        self._name_scan = _compile(
-            f"(?<![^/])(?:{self._name_any.pattern})(?![^/])", complex_rule=any(r.complex_rule for r in name_rules)
-        )
+        self._name_scan = _scan([r.regex.pattern for r in name_rules], name_rules)
+        tails = [r.tail for r in self._anchored if r.tail is not None]
+        self._tail_scan = _scan(tails, self._anchored) if len(tails) == len(self._anchored) else None
+        """The anchored rules' last segments, when none is `**`: a name no one matches is no candidate."""
 
     def candidates(self, prefix: str, names: list[str]) -> list[int]:
         """Indices of the `names` (entries of the directory `prefix`, '' or ending in '/') that some rule
@@ -219,18 +235,25 @@ class IgnoreRules:
             return []
         joined = "/".join(names)
         starts = {m.start() for m in self._name_scan.finditer(joined)}
-        found: list[int] = []
-        offset = 0
         directory = prefix[:-1]
-        anchored = (
-            self._anchored_any.fullmatch
-            if any(r.anchored and (r.parent is None or r.parent.fullmatch(directory)) for r in self._rules)
-            else None
-        )
-        for index, name in enumerate(names):
-            if offset in starts or (anchored is not None and anchored(prefix + name) is not None):
-                found.append(index)
-            offset += len(name) + 1
+        if any(r.parent is None or r.parent.fullmatch(directory) for r in self._anchored):
+            anchored = self._anchored_any.fullmatch
+            if self._tail_scan is None:
+                offset = 0
+                for name in names:
+                    if anchored(prefix + name) is not None:
+                        starts.add(offset)
+                    offset += len(name) + 1
+            else:
+                for match in self._tail_scan.finditer(joined):
+                    if anchored(prefix + match.group()) is not None:
+                        starts.add(match.start())
+        found: list[int] = []
+        index = previous = 0
+        for start in sorted(starts):  # each start's index: the separators before it, counted once over all
+            index += joined.count("/", previous, start)
+            previous = start
+            found.append(index)
         return found
 
     def __bool__(self) -> bool:
