@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from repo_sandbox.config.loader import load_settings
-from repo_sandbox.engine import rgprocess, rgsearch, ripgrep, select
+from repo_sandbox.engine import rgprocess, rgsearch, rgstate, ripgrep, select
 from repo_sandbox.engine.request import SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import RgOptions, build_argv
 from repo_sandbox.tools.search_text import SearchTextArgs, SearchTextContentResult, search_text
+from repo_sandbox.tree.index import TreeIndex
 from repo_sandbox.workspace import Workspace
 
 RG = ripgrep.locate()
@@ -322,3 +323,56 @@ def test_the_newest_rg_found_is_used_and_status_names_its_version(
         assert found.describe()["version"] == (on_path if expected == "path" else ".".join(map(str, wheel.version)))
     finally:
         ripgrep.forget()
+
+
+def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what_it_reports_again(
+    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name, text in (("a.txt", "needle a\n"), ("b.txt", "needle b\n"), ("c.txt", "nothing\n")):
+        (root / name).write_text(text)
+    building, release, rg_started = threading.Event(), threading.Event(), threading.Event()
+    real_rebuild = TreeIndex._rebuild  # pyright: ignore[reportPrivateUsage]
+
+    def slow_rebuild(self: TreeIndex, *args: Any, **kwargs: Any) -> None:
+        building.set()
+        release.wait(30)
+        real_rebuild(self, *args, **kwargs)
+
+    real_init = rgprocess.RgProcess.__init__
+
+    def remember(self: rgprocess.RgProcess, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        rg_started.set()
+
+    monkeypatch.setattr(TreeIndex, "_rebuild", slow_rebuild)
+    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
+    ws = _ws(root)
+    results: list[Any] = []
+    try:
+        options = ws.walk_options(include_hidden=None, include_ignored=False)
+        builder = threading.Thread(target=ws.trees.snapshot, args=(options,))
+        builder.start()
+        assert building.wait(10)
+        searcher = threading.Thread(target=lambda: results.append(search_text(ws, SearchTextArgs(pattern="needle"))))
+        searcher.start()
+        assert rg_started.wait(10)  # rg runs while the index is still being built
+        assert builder.is_alive() and searcher.is_alive()  # the census waits for the index
+        release.set()
+        builder.join(30)
+        searcher.join(30)
+        assert [(m.path, m.text) for m in _content(results[0]).matches] == [
+            ("a.txt", "needle a"),
+            ("b.txt", "needle b"),
+        ]
+        counts = rgstate.counts(ws)
+        assert counts["rg_output"] == {"files_unread": 0, "files_read_again": 2}  # no mark preceded rg: all read
+        again = _content(search_text(ws, SearchTextArgs(pattern="needle")))
+        assert [m.path for m in again.matches] == ["a.txt", "b.txt"]
+        counts = rgstate.counts(ws)
+        assert counts["census"] == {"taken": 2, "from_memo": 1}  # the first census kept a memo all the same
+        assert counts["rg_output"] == {"files_unread": 2, "files_read_again": 2}  # and rg is believed again
+    finally:
+        release.set()
+        ws.close()

@@ -14,6 +14,7 @@ import os
 import stat
 import threading
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -122,6 +123,8 @@ class Census:
     mark: WatchMark | None = None
     """The tree's watch state taken before the census looks at anything: a memo (`engine.censusmemo`) is
     kept and used only with one."""
+    late_mark: Callable[[], WatchMark | None] | None = None
+    """Without a `mark`: takes one when the census starts (waiting for the tree index being built)."""
     recall_memo: bool = True
     from_memo: bool = False
     done: threading.Event = field(default_factory=threading.Event)
@@ -146,6 +149,8 @@ class Census:
         request = self.request
         progress = request.progress
         glob = self.glob
+        if self.mark is None and self.late_mark is not None:
+            self.mark = self.late_mark()
         with self.ws.walk(
             request.path, include_hidden=request.include_hidden, include_ignored=request.include_ignored
         ) as walk:

@@ -23,6 +23,7 @@ import dataclasses
 import os
 import threading
 from collections.abc import Iterator
+from functools import partial
 from typing import Final
 
 from repo_sandbox.engine import censusmemo, pytree, rgstate
@@ -85,7 +86,12 @@ class _Search:
         self.process: RgProcess | None = None
         options = ws.walk_options(include_hidden=request.include_hidden, include_ignored=request.include_ignored)
         matcher = BatchMatcher(query, request, self.deadline, MatchState())
-        mark = self.census.mark = ws.trees.watch_mark(options)  # before the census looks at anything
+        # Taken before rg starts and before the census looks at anything. While the tree index is still being
+        # built there is none yet: rg starts at once all the same, every file it reports is read again
+        # (`engine.vouch`), and the census takes its own mark once the index is there.
+        mark = self.census.mark = ws.trees.watch_mark(options, wait=False)
+        if mark is None:
+            self.census.late_mark = partial(ws.trees.watch_mark, options)
         self.voucher = Voucher(ws, matcher, self.census, mark, lines=request.mode == "content")
         deny = ws.settings.workspace.effective_deny
         self.base = RgOptions(

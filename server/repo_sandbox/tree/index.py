@@ -141,16 +141,21 @@ class TreeIndex:
                 self._drop_all()  # fail closed: the next call tries again from scratch
             return self._snapshot
 
-    def watch_mark(self) -> WatchMark | None:
+    def watch_mark(self, *, wait: bool = True) -> WatchMark | None:
         """A mark to ask `quiet_since` about: None unless every directory of a whole listing is watched, on
-        the root's file system (a mount inside the root may be one whose remote changes inotify misses)."""
-        with self._lock:
+        the root's file system (a mount inside the root may be one whose remote changes inotify misses).
+        Without `wait`, also None while the index is being built or brought up to date."""
+        if not self._lock.acquire(blocking=wait):
+            return None
+        try:
             subscription, snapshot = self._subscription, self._snapshot
             whole = snapshot is not None and not snapshot.truncated and snapshot.one_device
             if subscription is None or not whole or self._closed:
                 return None
             counts = subscription.mark()
             return None if counts is None else WatchMark(subscription, *counts)
+        finally:
+            self._lock.release()
 
     def learnt(self) -> list[tuple[str, str, bytearray]]:
         """(directory, its files' names joined by '/', their fact records) of the current snapshot."""

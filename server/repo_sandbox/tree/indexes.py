@@ -71,11 +71,11 @@ class TreeIndexes:
             self._indexes[key] = index
         return index.snapshot()
 
-    def watch_mark(self, options: WalkOptions) -> WatchMark | None:
+    def watch_mark(self, options: WalkOptions, *, wait: bool = True) -> WatchMark | None:
         """The mark of the index for these options (see `TreeIndex.watch_mark`); None when there is none yet."""
         with self._lock:
             index = self._indexes.get((options.include_hidden, options.include_ignored))
-        return None if index is None else index.watch_mark()
+        return None if index is None else index.watch_mark(wait=wait)
 
     def indexes(self) -> list[TreeIndex]:
         with self._lock:
