@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from pathlib import Path
@@ -341,9 +342,11 @@ def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what
         real_rebuild(self, *args, **kwargs)
 
     real_init = rgprocess.RgProcess.__init__
+    argvs: list[list[str]] = []
 
-    def remember(self: rgprocess.RgProcess, *args: Any, **kwargs: Any) -> None:
-        real_init(self, *args, **kwargs)
+    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
+        real_init(self, argv, *args, **kwargs)
+        argvs.append(argv)
         rg_started.set()
 
     monkeypatch.setattr(TreeIndex, "_rebuild", slow_rebuild)
@@ -359,6 +362,8 @@ def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what
         searcher.start()
         assert rg_started.wait(10)  # rg runs while the index is still being built
         assert builder.is_alive() and searcher.is_alive()  # the census waits for the index
+        spare = max(1, len(os.sched_getaffinity(0)) - 1)  # rg leaves a core to the build and the census
+        assert argvs[0][argvs[0].index("--threads") + 1] == str(spare)
         release.set()
         builder.join(30)
         searcher.join(30)
@@ -368,11 +373,42 @@ def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what
         ]
         counts = rgstate.counts(ws)
         assert counts["rg_output"] == {"files_unread": 0, "files_read_again": 2}  # no mark preceded rg: all read
+        argvs.clear()
         again = _content(search_text(ws, SearchTextArgs(pattern="needle")))
         assert [m.path for m in again.matches] == ["a.txt", "b.txt"]
+        assert argvs and all("--threads" not in argv for argv in argvs)  # rg's own choice again
         counts = rgstate.counts(ws)
         assert counts["census"] == {"taken": 2, "from_memo": 1}  # the first census kept a memo all the same
         assert counts["rg_output"] == {"files_unread": 2, "files_read_again": 2}  # and rg is believed again
     finally:
         release.set()
         ws.close()
+
+
+@pytest.mark.parametrize("mode", ["stat", "off"])
+def test_rg_keeps_its_own_thread_count_where_no_watch_mark_can_be_had(
+    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.txt").write_text("needle\n")
+    argvs: list[list[str]] = []
+    real_init = rgprocess.RgProcess.__init__
+
+    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
+        real_init(self, argv, *args, **kwargs)
+        argvs.append(argv)
+
+    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
+    overrides: dict[tuple[str, str], Any] = {
+        ("workspace", "root"): str(root),
+        ("search", "engine"): "ripgrep",
+        ("workspace", "tree_index"): mode,
+    }
+    ws = Workspace(load_settings(None, env={}, overrides=overrides))
+    try:
+        for _ in range(2):
+            assert [m.path for m in _content(search_text(ws, SearchTextArgs(pattern="needle"))).matches] == ["a.txt"]
+    finally:
+        ws.close()
+    assert argvs and all("--threads" not in argv for argv in argvs)

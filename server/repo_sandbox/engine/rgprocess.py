@@ -46,6 +46,8 @@ class RgOptions:
     """rg's `--max-filesize`, or None: rg then stats no file for its size (the census skips large files anyway)."""
     deny_globs: tuple[str, ...] = ()
     glob: str | None = None
+    threads: int | None = None
+    """rg's `--threads`, or None for rg's own choice (one per core, at most 12)."""
 
 
 def deny_iglobs(rules: tuple[str, ...]) -> list[str]:
@@ -74,6 +76,8 @@ def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[
     ]
     if options.max_file_bytes is not None:
         argv += ["--max-filesize", str(options.max_file_bytes)]
+    if options.threads is not None:
+        argv += ["--threads", str(options.threads)]
     if options.include_hidden:
         argv.append("--hidden")
     if options.use_ignore_files:

@@ -53,6 +53,11 @@ class _StaleMemo(Exception):
     runs again with a new census. Raised before any file is yielded."""
 
 
+def _threads_beside_python() -> int:
+    """rg threads that leave one of the cores this process may use to the server's own Python."""
+    return max(1, len(os.sched_getaffinity(0)) - 1)
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
@@ -88,10 +93,13 @@ class _Search:
         matcher = BatchMatcher(query, request, self.deadline, MatchState())
         # Taken before rg starts and before the census looks at anything. While the tree index is still being
         # built there is none yet: rg starts at once all the same, every file it reports is read again
-        # (`engine.vouch`), and the census takes its own mark once the index is there.
+        # (`engine.vouch`), and the census takes its own mark once the index is there. rg then leaves one core
+        # to the build and the census (Python, one core at a time), which it would otherwise slow down.
         mark = self.census.mark = ws.trees.watch_mark(options, wait=False)
+        threads = None
         if mark is None:
             self.census.late_mark = partial(ws.trees.watch_mark, options)
+            threads = _threads_beside_python() if ws.trees.building(options) else None
         self.voucher = Voucher(ws, matcher, self.census, mark, lines=request.mode == "content")
         deny = ws.settings.workspace.effective_deny
         self.base = RgOptions(
@@ -102,6 +110,7 @@ class _Search:
             max_file_bytes=ws.limits.max_file_bytes if rgstate.met_large_files(ws) else None,
             deny_globs=tuple(deny) if all(simple_rule(r) and not r.startswith("!") for r in deny) else (),
             glob=request.glob if request.glob and not request.glob.startswith("!") else None,
+            threads=threads,
         )
 
     def _check_cancel(self) -> None:

@@ -141,6 +141,11 @@ class TreeIndex:
                 self._drop_all()  # fail closed: the next call tries again from scratch
             return self._snapshot
 
+    @property
+    def busy(self) -> bool:
+        """Whether the index is being built or brought up to date right now."""
+        return self._lock.locked()
+
     def watch_mark(self, *, wait: bool = True) -> WatchMark | None:
         """A mark to ask `quiet_since` about: None unless every directory of a whole listing is watched, on
         the root's file system (a mount inside the root may be one whose remote changes inotify misses).

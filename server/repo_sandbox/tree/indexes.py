@@ -77,6 +77,12 @@ class TreeIndexes:
             index = self._indexes.get((options.include_hidden, options.include_ignored))
         return None if index is None else index.watch_mark(wait=wait)
 
+    def building(self, options: WalkOptions) -> bool:
+        """Whether the index for these options is being built or brought up to date right now."""
+        with self._lock:
+            index = self._indexes.get((options.include_hidden, options.include_ignored))
+        return index is not None and index.busy
+
     def indexes(self) -> list[TreeIndex]:
         with self._lock:
             return list(self._indexes.values())
