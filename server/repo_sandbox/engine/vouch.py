@@ -13,12 +13,12 @@ A file that cannot be opened that way gives no result, as the Python engine woul
 
 Reading again is skipped where it provably changes nothing: when the tree index watched every directory
 from before rg started and the census began (`fs.watch.WatchMark`), each file still has the device and
-inode the census saw once rg has printed it (and a single link, where the policy refuses hard links), and only then no
-directory has seen an entry created, removed, renamed or relinked. A swap still in place shows in the
-identity; one already undone had its event queued before the directory could be changed back (the kernel
-queues it while the directory is still locked), so it shows in the watch. A link made outside the tree to
-one of its files is heard by no watch (nor by a census memo): the link count is checked here, as the jail
-checks it.
+inode the census saw once rg has printed it (and a single link, where the policy refuses hard links), and
+only then no directory has seen an entry created, removed, renamed or relinked. A swap still in place shows
+in the identity; one already undone had its event queued before the directory could be changed back (the
+kernel queues it while the directory is still locked), so it shows in the watch. A link made outside the
+tree to one of its files is heard by no watch (nor by a census memo): the link count is checked here, as
+the jail checks it.
 """
 
 from __future__ import annotations

@@ -124,6 +124,8 @@ class DenyList:
 
     def denied_names(self, dir_rel: str, names: list[str]) -> set[str]:
         """The entries of directory `dir_rel` that are themselves denied (each as `is_entry_denied` decides)."""
+        if not names:
+            return set()
         prefix = "" if dir_rel in ("", ".") else _match_key(dir_rel) + "/"
         joined = "/".join(names)  # no name holds a '/'
         keys = joined.lower().split("/") if joined.isascii() else [_match_key(name) for name in names]

@@ -190,8 +190,8 @@ def _parse(line: str, index: int) -> _Rule | None:
         parent = _compile(_path_regex(line.rpartition("/")[0]), complex_rule=complex_rule)
     last = line.rpartition("/")[2]
     tail = _segment(last) if anchored and last != "**" else None
-    regex_ = _compile(source, complex_rule=complex_rule)
-    return _Rule(index, negate, dir_only, anchored, regex_, parent, complex_rule, tail)
+    compiled = _compile(source, complex_rule=complex_rule)
+    return _Rule(index, negate, dir_only, anchored, compiled, parent, complex_rule, tail)
 
 
 def _either(rules: list[_Rule]) -> Pattern:
