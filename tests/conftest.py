@@ -18,15 +18,40 @@ from tree_files import write
 
 _TEST_CACHE = "RSMCP_TEST_CACHE"
 _made_cache: list[str] = []
+_user_cache: list[tuple[Path, set[str]]] = []
+"""The user's facts directory and its stores when the run began (only in the process that made the test cache)."""
+
+
+def _user_facts_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "repo-sandbox" / "facts"
+
+
+def _stores(directory: Path) -> set[str]:
+    return {entry.name for entry in directory.iterdir()} if directory.is_dir() else set()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Servers started by the tests keep their file facts (`[workspace] facts_cache`) in a directory of this
     test run, never in the user's cache; subprocess servers and xdist workers inherit it."""
     if _TEST_CACHE not in os.environ:
+        _user_cache.append((_user_facts_dir(), _stores(_user_facts_dir())))
         cache = tempfile.mkdtemp(prefix="repo-sandbox-test-cache-")
         _made_cache.append(cache)
         os.environ[_TEST_CACHE] = os.environ["XDG_CACHE_HOME"] = cache
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A server that a test started with the user's cache (a client passing on only a default environment)
+    fails the run: a store for a repository under the temporary directory appeared there."""
+    if not _user_cache:
+        return
+    user_dir, before = _user_cache[0]
+    marker = os.fsencode(tempfile.gettempdir().rstrip("/") + "/")
+    leaked = [name for name in _stores(user_dir) - before if marker in (user_dir / name).read_bytes()[:8192]]
+    if leaked:
+        print(f"\ntests wrote file facts of their temporary repositories to the user's cache {user_dir}: {leaked}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

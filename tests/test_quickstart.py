@@ -48,7 +48,7 @@ async def test_scripts_serve_serves_the_repository_it_is_given_over_stdio(
     params = StdioServerParameters(
         command=str(SERVE),
         args=[fill(arg) for arg in args],
-        env={key: fill(value) for key, value in env.items()},
+        env={**{key: fill(value) for key, value in env.items()}, "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]},
         cwd=here,
     )
     with anyio.fail_after(60):

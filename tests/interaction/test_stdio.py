@@ -11,6 +11,8 @@ from e2e_tree import build_tree, call_error, call_ok, write
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from cache_env import default_client_env
+
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
@@ -19,7 +21,7 @@ REPO_SANDBOX = str(Path(sys.executable).with_name("repo-sandbox"))
 async def test_stdio_server_lists_tools_answers_each_tool_and_grades_errors(tmp_path: Path) -> None:
     root = build_tree(tmp_path / "repo")
     write(root / "docs" / "bad\udcff.txt", "TODO\n")  # a name that is not UTF-8 must not break the stream
-    params = StdioServerParameters(command=REPO_SANDBOX, args=["--root", str(root)])
+    params = StdioServerParameters(command=REPO_SANDBOX, args=["--root", str(root)], env=default_client_env())
     with anyio.fail_after(60):
         async with Client(params, mode="legacy") as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}

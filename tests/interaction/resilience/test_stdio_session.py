@@ -9,11 +9,15 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from cache_env import default_client_env
+
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 async def test_stdio_modern_requests_share_one_session_state(repo: Path) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "repo_sandbox", "--root", str(repo)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "repo_sandbox", "--root", str(repo)], env=default_client_env()
+    )
     codes: list[str] = []
     with anyio.fail_after(30):
         async with Client(params, mode="auto") as client:
