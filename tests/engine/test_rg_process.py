@@ -33,6 +33,34 @@ def rg() -> ripgrep.Ripgrep:
     return RG
 
 
+class StartedRg:
+    """Every rg process the searches started, and its argv, in order (`started_rg`)."""
+
+    def __init__(self) -> None:
+        self.processes: list[rgprocess.RgProcess] = []
+        self.argvs: list[list[str]] = []
+        self.any = threading.Event()
+
+    def clear(self) -> None:
+        self.processes.clear()
+        self.argvs.clear()
+
+
+@pytest.fixture
+def started_rg(monkeypatch: pytest.MonkeyPatch) -> StartedRg:
+    started = StartedRg()
+    real_init = rgprocess.RgProcess.__init__
+
+    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
+        real_init(self, argv, *args, **kwargs)
+        started.processes.append(self)
+        started.argvs.append(argv)
+        started.any.set()
+
+    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
+    return started
+
+
 def _ws(root: Path, **limits: Any) -> Workspace:
     overrides: dict[tuple[str, str], Any] = {("workspace", "root"): str(root), ("search", "engine"): "ripgrep"}
     overrides.update({("limits", k): v for k, v in limits.items()})
@@ -142,17 +170,10 @@ def _many(root: Path, lines: int) -> None:
 
 
 def test_a_full_first_page_stops_rg_early_and_kills_it(
-    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rg: ripgrep.Ripgrep, tmp_path: Path, started_rg: StartedRg
 ) -> None:
     _many(tmp_path / "repo", 5000)
-    started: list[rgprocess.RgProcess] = []
-    real_init = rgprocess.RgProcess.__init__
-
-    def remember(self: rgprocess.RgProcess, *args: Any, **kwargs: Any) -> None:
-        real_init(self, *args, **kwargs)
-        started.append(self)
-
-    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
+    started = started_rg.processes
     ws = _ws(tmp_path / "repo")
     try:
         result = search_text(ws, SearchTextArgs(pattern="needle", limit=10))
@@ -167,21 +188,13 @@ def test_a_full_first_page_stops_rg_early_and_kills_it(
 
 
 def test_the_next_page_of_a_many_hit_search_starts_with_the_sorted_stream(
-    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rg: ripgrep.Ripgrep, tmp_path: Path, started_rg: StartedRg
 ) -> None:
     root = tmp_path / "repo"
     _many(root, 5000)
-    argvs: list[list[str]] = []
-    real_init = rgprocess.RgProcess.__init__
-
-    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
-        real_init(self, argv, *args, **kwargs)
-        argvs.append(argv)
-
-    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
 
     def page(ws: Workspace, offset: int) -> list[tuple[str, int]]:
-        argvs.clear()
+        started_rg.clear()
         return [
             (m.path, m.line)
             for m in _content(search_text(ws, SearchTextArgs(pattern="needle", limit=10, offset=offset))).matches
@@ -190,50 +203,44 @@ def test_the_next_page_of_a_many_hit_search_starts_with_the_sorted_stream(
     ws = _ws(root)
     try:
         assert page(ws, 0) == [("f00.txt", n) for n in range(1, 11)]
-        assert [("--sort" in a) for a in argvs] == [False, True]  # unsorted, stopped, then the stream
+        assert [("--sort" in a) for a in started_rg.argvs] == [False, True]  # unsorted, stopped, then the stream
         assert page(ws, 10) == [("f00.txt", n) for n in range(11, 21)]
-        assert [("--sort" in a) for a in argvs] == [True]  # the next page goes straight to the stream
+        assert [("--sort" in a) for a in started_rg.argvs] == [True]  # the next page goes straight to the stream
         for i in range(1, 20):
             (root / f"f{i:02}.txt").unlink()
         (root / "f00.txt").write_text("needle\n" * 15)  # the tree changed: few hits now
         assert page(ws, 10) == [("f00.txt", n) for n in range(11, 16)]  # a stale hint: same results
         assert page(ws, 10) == [("f00.txt", n) for n in range(11, 16)]
-        assert [("--sort" in a) for a in argvs] == [False]  # and the hint is gone
+        assert [("--sort" in a) for a in started_rg.argvs] == [False]  # and the hint is gone
     finally:
         ws.close()
 
 
 @pytest.mark.parametrize("start", ["src", "."])
 def test_rg_is_told_the_size_limit_once_a_census_met_a_larger_file(
-    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str
+    rg: ripgrep.Ripgrep, tmp_path: Path, started_rg: StartedRg, start: str
 ) -> None:
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)
     (root / "src" / "a.txt").write_text("needle small\n")
     (root / "src" / "b.txt").write_text("nothing\n")
-    argvs: list[list[str]] = []
-    real_init = rgprocess.RgProcess.__init__
-
-    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
-        real_init(self, argv, *args, **kwargs)
-        argvs.append(argv)
-
-    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
 
     def search(ws: Workspace, path: str = ".") -> tuple[list[str], int]:
-        argvs.clear()
+        started_rg.clear()
         result = _content(search_text(ws, SearchTextArgs(pattern="needle", path=path)))
         return sorted(m.path for m in result.matches), result.skipped_too_large
 
     ws = _ws(root, max_file_bytes=4096)
     try:
         assert search(ws) == (["src/a.txt"], 0)
-        assert argvs and all("--max-filesize" not in argv for argv in argvs)  # no stat of every file for rg
+        assert started_rg.argvs and all(
+            "--max-filesize" not in argv for argv in started_rg.argvs
+        )  # no stat of every file for rg
         (root / "src" / "big.txt").write_text("needle big\n" * 1000)  # over the limit
         assert search(ws, start) == (["src/a.txt"], 1)  # rg read the large file; the census kept it out
-        assert all("--max-filesize" not in argv for argv in argvs)
+        assert all("--max-filesize" not in argv for argv in started_rg.argvs)
         assert search(ws, "src") == (["src/a.txt"], 1)  # from now on rg is told, whatever the start
-        assert argvs and all(argv[argv.index("--max-filesize") + 1] == "4096" for argv in argvs)
+        assert started_rg.argvs and all(argv[argv.index("--max-filesize") + 1] == "4096" for argv in started_rg.argvs)
     finally:
         ws.close()
 
@@ -327,13 +334,13 @@ def test_the_newest_rg_found_is_used_and_status_names_its_version(
 
 
 def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what_it_reports_again(
-    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started_rg: StartedRg
 ) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     for name, text in (("a.txt", "needle a\n"), ("b.txt", "needle b\n"), ("c.txt", "nothing\n")):
         (root / name).write_text(text)
-    building, release, rg_started = threading.Event(), threading.Event(), threading.Event()
+    building, release = threading.Event(), threading.Event()
     real_rebuild = TreeIndex._rebuild  # pyright: ignore[reportPrivateUsage]
 
     def slow_rebuild(self: TreeIndex, *args: Any, **kwargs: Any) -> None:
@@ -341,16 +348,7 @@ def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what
         release.wait(30)
         real_rebuild(self, *args, **kwargs)
 
-    real_init = rgprocess.RgProcess.__init__
-    argvs: list[list[str]] = []
-
-    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
-        real_init(self, argv, *args, **kwargs)
-        argvs.append(argv)
-        rg_started.set()
-
     monkeypatch.setattr(TreeIndex, "_rebuild", slow_rebuild)
-    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
     ws = _ws(root)
     results: list[Any] = []
     try:
@@ -360,10 +358,11 @@ def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what
         assert building.wait(10)
         searcher = threading.Thread(target=lambda: results.append(search_text(ws, SearchTextArgs(pattern="needle"))))
         searcher.start()
-        assert rg_started.wait(10)  # rg runs while the index is still being built
+        assert started_rg.any.wait(10)  # rg runs while the index is still being built
         assert builder.is_alive() and searcher.is_alive()  # the census waits for the index
         spare = max(1, len(os.sched_getaffinity(0)) - 1)  # rg leaves a core to the build and the census
-        assert argvs[0][argvs[0].index("--threads") + 1] == str(spare)
+        first = started_rg.argvs[0]
+        assert first[first.index("--threads") + 1] == str(spare)
         release.set()
         builder.join(30)
         searcher.join(30)
@@ -373,10 +372,10 @@ def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what
         ]
         counts = rgstate.counts(ws)
         assert counts["rg_output"] == {"files_unread": 0, "files_read_again": 2}  # no mark preceded rg: all read
-        argvs.clear()
+        started_rg.clear()
         again = _content(search_text(ws, SearchTextArgs(pattern="needle")))
         assert [m.path for m in again.matches] == ["a.txt", "b.txt"]
-        assert argvs and all("--threads" not in argv for argv in argvs)  # rg's own choice again
+        assert started_rg.argvs and all("--threads" not in argv for argv in started_rg.argvs)  # rg's own choice again
         counts = rgstate.counts(ws)
         assert counts["census"] == {"taken": 2, "from_memo": 1}  # the first census kept a memo all the same
         assert counts["rg_output"] == {"files_unread": 2, "files_read_again": 2}  # and rg is believed again
@@ -387,19 +386,11 @@ def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what
 
 @pytest.mark.parametrize("mode", ["stat", "off"])
 def test_rg_keeps_its_own_thread_count_where_no_watch_mark_can_be_had(
-    rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+    rg: ripgrep.Ripgrep, tmp_path: Path, started_rg: StartedRg, mode: str
 ) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     (root / "a.txt").write_text("needle\n")
-    argvs: list[list[str]] = []
-    real_init = rgprocess.RgProcess.__init__
-
-    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
-        real_init(self, argv, *args, **kwargs)
-        argvs.append(argv)
-
-    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
     overrides: dict[tuple[str, str], Any] = {
         ("workspace", "root"): str(root),
         ("search", "engine"): "ripgrep",
@@ -411,4 +402,4 @@ def test_rg_keeps_its_own_thread_count_where_no_watch_mark_can_be_had(
             assert [m.path for m in _content(search_text(ws, SearchTextArgs(pattern="needle"))).matches] == ["a.txt"]
     finally:
         ws.close()
-    assert argvs and all("--threads" not in argv for argv in argvs)
+    assert started_rg.argvs and all("--threads" not in argv for argv in started_rg.argvs)
