@@ -17,7 +17,9 @@ import pytest
 from feature_server import build_feature_server
 from harness import TOKEN, Running, mcp_client, running_subprocess, serve_in_process, wait_until
 from mcp import MCPError
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.asyncio.client import connect
+from websockets.frames import Frame
 from websockets.typing import Subprotocol
 
 from repo_sandbox.config.model import ServerConfig
@@ -88,9 +90,40 @@ async def test_sigterm_stops_the_real_server_promptly_closing_websockets_with_10
             assert ws.close_code == 1012  # "service restart": reconnect elsewhere
         await wait_until(lambda: server.process.poll() is not None)
         elapsed = time.monotonic() - started
-    assert server.process.returncode == 0
+    assert server.process.returncode == 0, server.log_text()
     assert elapsed < 5, f"shutdown took {elapsed:.1f} s"
     assert "Traceback" not in server.log_text()
+
+
+async def test_shutdown_closes_a_websocket_whose_client_closed_first_quietly() -> None:
+    """uvicorn shuts down every connection it still holds. One whose client's close frame was just answered is
+    held until its transport reports it lost; a second close frame there raised `InvalidState`, which ended the
+    server with status 1 (a client closing as SIGTERM came). The shutdown runs here in exactly that window."""
+    server, _ = build_feature_server()
+    raised: list[BaseException] = []
+    answered: list[bool] = []
+    with anyio.fail_after(20):
+        async with serve_in_process(server, ServerConfig(transport="http")) as running:
+            assert running.server is not None
+            async with connect(f"{running.ws_url}?token={TOKEN}", subprotocols=[Subprotocol("mcp")]) as ws:
+                held = running.server.server_state.connections
+                (protocol,) = [c for c in held if isinstance(c, WebSocketsSansIOProtocol)]
+                answer_close = protocol.handle_close
+
+                def answer_then_shut_down(event: Frame) -> None:
+                    answer_close(event)
+                    answered.append(True)
+                    try:
+                        protocol.shutdown()  # what uvicorn's Server.shutdown does to each connection it holds
+                    except Exception as exc:  # noqa: BLE001  # the assertion below names it
+                        raised.append(exc)
+
+                protocol.handle_close = answer_then_shut_down  # pyright: ignore[reportAttributeAccessIssue]
+                await ws.close()
+            assert ws.close_code == 1000
+            await wait_until(lambda: protocol not in held)
+    assert answered == [True]
+    assert raised == []
 
 
 @pytest.mark.parametrize(("transport", "mode"), ERAS)
@@ -162,7 +195,7 @@ async def test_sigterm_lets_real_calls_finish_within_the_grace_then_cancels_them
             await wait_until(lambda: server.process.poll() is not None)
             elapsed = time.monotonic() - started
     assert results == [outcome]
-    assert server.process.returncode == 0
+    assert server.process.returncode == 0, server.log_text()
     assert elapsed < grace + 6
     assert "Traceback" not in server.log_text() and "ASGI callable returned" not in server.log_text()
 
@@ -212,6 +245,6 @@ def test_sigterm_drains_stdio_as_it_drains_http(tmp_path: Path, grace: float, se
         assert answer["result"]["isError"] is False, answer
     else:
         assert answer["error"] == {"code": -32000, "message": outcome}
-    assert returncode == 0
+    assert returncode == 0, stderr
     assert elapsed < grace + 6
     assert "Traceback" not in stderr

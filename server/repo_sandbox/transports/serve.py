@@ -26,7 +26,7 @@ from sse_starlette.sse import AppStatus
 from repo_sandbox.config.model import ServerConfig
 from repo_sandbox.transports.auth import StartupRefused, install_log_redaction, load_token
 from repo_sandbox.transports.http import HttpService, build_http_app
-from repo_sandbox.wiring.sdk_adapter import guarded_protocol
+from repo_sandbox.wiring.sdk_adapter import closing_websocket_protocol, guarded_protocol
 
 logger = logging.getLogger("repo_sandbox.transports")
 
@@ -103,7 +103,7 @@ def uvicorn_config(service: HttpService, *, fd: int | None = None) -> uvicorn.Co
         port=settings.port,
         fd=fd,
         http=guarded_protocol(settings.header_timeout_s, settings.send_timeout_s),
-        ws="websockets-sansio",
+        ws=closing_websocket_protocol(),
         ws_max_size=settings.max_body_bytes,
         ws_per_message_deflate=False,  # no decompression bombs; MCP frames are small
         ws_ping_interval=20.0,

@@ -9,7 +9,8 @@ reads a private attribute, overrides a private hook or replaces a method on a li
 - which connection a request came in on (`ServerSession` has no public accessor): the key of per-session
   budgets and circuit breakers when the transport stamps no session id of its own;
 - counting stateful HTTP sessions against the slots WebSockets use (`StreamableHTTPSessionManager` hooks);
-- a request-head deadline (uvicorn's `H11Protocol` has none).
+- a request-head deadline (uvicorn's `H11Protocol` has none);
+- a WebSocket shutdown that copes with a peer whose close frame came first (uvicorn's sends a second close).
 
 Each assumption is checked where it is used: a broken one raises `SdkAssumptionError` naming the installed
 versions, never a silent fallback (a lost session key would reset budgets and breakers on every call).
@@ -214,15 +215,38 @@ def guarded_h11_protocol() -> type[asyncio.Protocol]:
     return GuardedH11Protocol
 
 
+@functools.cache
+def closing_websocket_protocol() -> type[asyncio.Protocol]:
+    """uvicorn's `ws="websockets-sansio"` protocol class, with the shutdown below."""
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    from websockets.protocol import State
+
+    class ClosingWebSocketsProtocol(WebSocketsSansIOProtocol):
+        def shutdown(self) -> None:
+            """On shutdown uvicorn sends close 1012 on every connection it still holds. A connection whose peer's
+            close frame was just answered (`handle_close`) is held until its transport reports it lost; a second
+            close there raises `InvalidState`, which ended the server's shutdown with exit status 1. It is only
+            closed."""
+            if self.handshake_complete and not self.close_sent and self.conn.state is not State.OPEN:
+                self.stop_keepalive()
+                self.transport.close()
+                return
+            super().shutdown()
+
+    return ClosingWebSocketsProtocol
+
+
 def check_assumptions() -> list[str]:
     """What this module expects of the installed SDK and uvicorn classes, each broken one described."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
     expected: list[tuple[type[Any], str]] = [
         (StreamableHTTPSessionManager, "_admit_session"),
         (StreamableHTTPSessionManager, "_discard_session"),
     ]
     expected += [(H11Protocol, name) for name in ("on_response_complete", "connection_made", "connection_lost")]
+    expected += [(WebSocketsSansIOProtocol, name) for name in ("shutdown", "stop_keepalive", "handle_close")]
     return [
         f"{owner.__name__}.{name} is missing ({installed_versions()})"
         for owner, name in expected
