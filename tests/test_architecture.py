@@ -19,7 +19,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "server" / PACKAGE
 
 # The declared layer order, lowest first. A unit may import units of its own layer or below.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "calls", "meter", "stdout", "testing", "__init__"}),
+    frozenset({"errors", "calls", "meter", "stdout", "testing", "heap", "__init__"}),
     frozenset({"shell"}),
     frozenset({"policy"}),
     frozenset({"config"}),
@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     # MCP wiring: the server assembled from everything below, then the transports that carry it.
     frozenset({"wiring", "roots"}),
     frozenset({"transports"}),
-    frozenset({"serving", "cli", "bridge", "__main__"}),
+    frozenset({"serving", "cli", "bridge", "entry", "__main__"}),
 )
 
 # (importer module, imported module) -> why this import runs up a layer. At most five.

@@ -1,3 +1,3 @@
-from repo_sandbox.cli import main
+from repo_sandbox.entry import main
 
 raise SystemExit(main())

@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from repo_sandbox import __version__
+from repo_sandbox import __version__, heap
 from repo_sandbox.bridge.commands import BRIDGE_COMMANDS, add_bridge_commands, run_bridge_command
 from repo_sandbox.config.loader import ConfigError, load_settings
 from repo_sandbox.config.model import Settings
@@ -186,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")
     args = parser.parse_args(argv)
+    if args.command != "serve":
+        heap.settle()  # only a server lives long enough to gain from holding the collector
     try:
         if args.command == "tools":
             from repo_sandbox.wiring.convert import tools_listing

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repo_sandbox import __version__
+from repo_sandbox import __version__, heap
 
 if TYPE_CHECKING:
     from repo_sandbox.config.model import Settings
@@ -106,6 +106,7 @@ def _after_handshake(workspace: Any, policy: Any) -> None:
         raise StopServing(2, error)
     _probe_exec_sandbox(workspace)
     print(start_line(workspace, policy), file=sys.stderr, flush=True)
+    heap.settle()
 
 
 def _exec_policy_error(workspace: Any) -> str | None:
@@ -140,7 +141,9 @@ def _serve_http(workspace: Any, policy: Any) -> int:
     try:
         keys = load_request_state_keys(settings, os.environ)
         security = RequestStateSecurity(keys=keys) if keys else None
-        serve_http(build_server(workspace, request_state_security=security, roots=policy), settings)
+        server = build_server(workspace, request_state_security=security, roots=policy)
+        heap.settle()
+        serve_http(server, settings)
     except StartupRefused as exc:
         print(f"repo-sandbox: {exc}", file=sys.stderr)
         return 2

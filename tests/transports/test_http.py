@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from harness import SERVE, TOKEN, Subprocess, http_client, running_subprocess
+from harness import SERVE, TOKEN, Running, Subprocess, http_client, mcp_client, running_subprocess
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from websockets.asyncio.client import connect
@@ -316,3 +316,13 @@ async def test_query_token_never_reaches_the_log(tmp_path: Path) -> None:
     assert "/ws?token=[REDACTED]" in log
     assert TOKEN not in log
     assert "wrong-token-0123456789" not in log
+
+
+async def test_the_http_server_freezes_what_it_loaded_and_collects(served_repo: Subprocess) -> None:
+    """As over stdio (`tests/interaction/test_collector.py`): started by `python -m repo_sandbox`, the server
+    freezes the SDK and itself before it listens, and collects automatically from then on."""
+    async with mcp_client(Running(served_repo.base_url), "http", "legacy") as client:
+        content = (await client.read_resource("repo-sandbox://status")).contents[0]
+    state = json.loads(getattr(content, "text", "{}"))["garbage_collector"]
+    assert state["automatic"] is True
+    assert state["frozen_objects"] >= 20_000, state

@@ -12,6 +12,7 @@ import threading
 from functools import partial
 from typing import Final
 
+from repo_sandbox import heap
 from repo_sandbox.workspace import Workspace
 
 PREPARE_JOIN_S: Final = 10.0
@@ -41,3 +42,4 @@ class Preparation:
         from repo_sandbox.engine import select  # loaded here, after `initialize` was answered
 
         select.prepare(self.workspace)
+        heap.settle()  # the tree index just built lives as long as the server

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from repo_sandbox import __version__
+from repo_sandbox import __version__, heap
 from repo_sandbox.engine.select import report as search_report
 from repo_sandbox.runtime.assembly import AgentLoopState
 from repo_sandbox.tools.registry import TOOLS
@@ -111,6 +111,7 @@ def status_document(
         "tools": stats["session"],
         "server_tools": stats["server"],
         "audit": _audit(workspace),
+        "garbage_collector": heap.describe(),
     }
 
 
