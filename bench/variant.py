@@ -35,9 +35,10 @@ def main() -> int:
     names, _, *rest = sys.argv[1:]
     for name in names.split(","):
         _off(name)
-    from repo_sandbox.cli import main as serve
+    sys.argv[1:] = rest
+    from repo_sandbox.entry import main as serve  # as the `repo-sandbox` command starts
 
-    return serve(rest)
+    return serve()
 
 
 if __name__ == "__main__":
