@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import threading
+import sys
 from pathlib import Path
 from typing import Self
 
@@ -60,17 +60,6 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _rss_kib(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as handle:
-            for line in handle:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 def server_pid(marker: str) -> int | None:
     """The child of this process whose command line holds `marker` (the server just spawned)."""
     for pid in _children().get(os.getpid(), []):
@@ -83,39 +72,25 @@ def server_pid(marker: str) -> int | None:
     return None
 
 
-def tree_rss_kib(pid: int) -> int:
-    """Resident memory of `pid` and all its descendants."""
-    tree = _children()
-    total, stack = 0, [pid]
-    while stack:
-        current = stack.pop()
-        total += _rss_kib(current)
-        stack.extend(tree.get(current, []))
-    return total
-
-
 class PeakRss:
-    """Samples the resident memory of a process tree every `interval_s` in a thread; `peak_mib` is the largest."""
+    """The peak resident memory of a process tree, sampled every `interval_s` by a separate process
+    (`bench.procstat`): a sampling thread here would take the GIL from the client that times the calls."""
 
     def __init__(self, pid: int, interval_s: float = 0.05) -> None:
         self.pid = pid
         self.interval_s = interval_s
         self.peak_kib = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak_kib = max(self.peak_kib, tree_rss_kib(self.pid))
-            self._stop.wait(self.interval_s)
+        self._sampler: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Self:
-        self._thread.start()
+        command = [sys.executable, "-m", "bench.procstat", str(self.pid), str(self.interval_s)]
+        self._sampler = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        assert self._sampler is not None
+        output = self._sampler.communicate(b"", timeout=30)[0]
+        self.peak_kib = int(output or 0)
 
     @property
     def peak_mib(self) -> float:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import select
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,3 +53,53 @@ def descendants(pid: int) -> dict[int, str]:
         found[child] = names.get(child, "?")
         pending.extend(parents.get(child, []))
     return found
+
+
+def _children_of(pid: int) -> list[int]:
+    """The direct children of `pid`, from each of its threads' `children` file (no scan of /proc)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as handle:
+                found += [int(child) for child in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def tree_rss_kib(pid: int) -> int:
+    """Resident memory of `pid` and every process below it."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        total += _rss_kib(current)
+        pending += _children_of(current)
+    return total
+
+
+def peak_until_stdin_closes(pid: int, interval_s: float) -> int:
+    """The largest `tree_rss_kib(pid)` sampled every `interval_s` until stdin closes (or says anything)."""
+    peak = 0
+    while True:
+        peak = max(peak, tree_rss_kib(pid))
+        if select.select([sys.stdin], [], [], interval_s)[0]:
+            return peak
+
+
+if __name__ == "__main__":  # python -m bench.procstat PID INTERVAL_S: the peak in KiB, once stdin closes
+    print(peak_until_stdin_closes(int(sys.argv[1]), float(sys.argv[2])), flush=True)

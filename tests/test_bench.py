@@ -71,3 +71,19 @@ def test_bench_session_quick_runs_the_whole_session_on_a_tiny_tree(tmp_path: Pat
     assert "checking results against the output schema" in table
     assert "round 1, with none: search_text rare literal" in table  # the first round's cold calls, apart
     assert "a bare MCPServer (Python SDK, no policy) returning the same 200 lines: p50" in table
+
+
+def test_the_peak_memory_sampler_counts_every_child_of_the_server() -> None:
+    """`PeakRss` samples from its own process (no thread in the timing client) and walks the tree down."""
+    from bench.procs import PeakRss
+
+    allocate = (
+        "import time; block = bytearray(96 * 1024 * 1024); block[::4096] = b'x' * len(block[::4096]); time.sleep(3)"
+    )
+    parent = "import subprocess, sys; subprocess.run([sys.executable, '-c', sys.argv[1]])"
+    with (
+        subprocess.Popen([sys.executable, "-c", parent, allocate]) as process,
+        PeakRss(process.pid, interval_s=0.02) as peak,
+    ):
+        process.wait(timeout=30)
+    assert peak.peak_mib >= 96, peak.peak_mib
