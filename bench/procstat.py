@@ -82,12 +82,29 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
+_FORKED_NO_EXEC = 0x40
+"""`PF_FORKNOEXEC` in /proc/PID/stat's flags: forked, not yet exec'd."""
+
+
+def _exec_pending(pid: int) -> bool:
+    """Whether `pid` has not exec'd since it was forked: its memory is its parent's (shared by vfork, or
+    copy-on-write), which its VmRSS reports again in full."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            flags = int(handle.read().rsplit(b")", 1)[1].split()[6])
+    except (OSError, ValueError, IndexError):
+        return False
+    return bool(flags & _FORKED_NO_EXEC)
+
+
 def tree_rss_kib(pid: int) -> int:
-    """Resident memory of `pid` and every process below it."""
-    total, pending = 0, [pid]
+    """Resident memory of `pid` and every process below it; a child caught between fork and exec (every
+    spawn passes through that instant) is not counted again."""
+    total, pending = _rss_kib(pid), _children_of(pid)
     while pending:
         current = pending.pop()
-        total += _rss_kib(current)
+        if not _exec_pending(current):
+            total += _rss_kib(current)
         pending += _children_of(current)
     return total
 

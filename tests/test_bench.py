@@ -87,3 +87,24 @@ def test_the_peak_memory_sampler_counts_every_child_of_the_server() -> None:
     ):
         process.wait(timeout=30)
     assert peak.peak_mib >= 96, peak.peak_mib
+
+
+def test_a_child_forked_but_not_yet_execd_is_not_counted_again() -> None:
+    """Such a child reports its parent's memory as its own (vfork shares it; fork shares it copy-on-write):
+    every spawn of the server passes through that instant, and counting it doubled a round's peak."""
+    from bench.procstat import tree_rss_kib
+
+    forker = (
+        "import os, sys, time; block = bytearray(96 * 1024 * 1024); block[::4096] = b'x' * len(block[::4096]); "
+        "child = os.fork()\nif child == 0: time.sleep(5); os._exit(0)\n"
+        "print(child, flush=True); sys.stdin.read(); os.kill(child, 9)"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", forker], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None and process.stdin is not None
+        child = int(process.stdout.readline())
+        assert child > 0
+        total_mib = tree_rss_kib(process.pid) / 1024
+        process.stdin.close()
+    assert 96 <= total_mib < 150, total_mib
