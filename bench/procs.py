@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Self
 
+from bench.procstat import children_of
 from repo_sandbox.engine import ripgrep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,23 +47,9 @@ def fs_server() -> tuple[str | None, str]:
     return str(binary), FS_SERVER_PACKAGE
 
 
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        tree.setdefault(parent, []).append(int(entry.name))
-    return tree
-
-
 def server_pid(marker: str) -> int | None:
     """The child of this process whose command line holds `marker` (the server just spawned)."""
-    for pid in _children().get(os.getpid(), []):
+    for pid in children_of(os.getpid()):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:

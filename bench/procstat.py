@@ -34,28 +34,19 @@ def sample(pid: int) -> ProcessSample | None:
 
 def descendants(pid: int) -> dict[int, str]:
     """Every process below `pid` (children, theirs, ...), with its command name."""
-    parents: dict[int, list[int]] = {}
-    names: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
-        parents.setdefault(int(rest[1]), []).append(int(entry))
-        names[int(entry)] = name
     found: dict[int, str] = {}
-    pending = list(parents.get(pid, []))
+    pending = children_of(pid)
     while pending:
         child = pending.pop()
-        found[child] = names.get(child, "?")
-        pending.extend(parents.get(child, []))
+        try:
+            found[child] = Path(f"/proc/{child}/comm").read_text().strip()
+        except OSError:
+            found[child] = "?"
+        pending += children_of(child)
     return found
 
 
-def _children_of(pid: int) -> list[int]:
+def children_of(pid: int) -> list[int]:
     """The direct children of `pid`, from each of its threads' `children` file (no scan of /proc)."""
     found: list[int] = []
     try:
@@ -100,12 +91,12 @@ def _exec_pending(pid: int) -> bool:
 def tree_rss_kib(pid: int) -> int:
     """Resident memory of `pid` and every process below it; a child caught between fork and exec (every
     spawn passes through that instant) is not counted again."""
-    total, pending = _rss_kib(pid), _children_of(pid)
+    total, pending = _rss_kib(pid), children_of(pid)
     while pending:
         current = pending.pop()
         if not _exec_pending(current):
             total += _rss_kib(current)
-        pending += _children_of(current)
+        pending += children_of(current)
     return total
 
 
