@@ -25,8 +25,10 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from bench import floor
 from bench.corpus import pick_read_target
 from bench.procs import PeakRss, fs_server, server_pid, server_rg
+from bench.timing import CheckClock, ms
 
 SERVER = str(Path(sys.executable).with_name("repo-sandbox"))
 BARE = str(Path(__file__).with_name("bare_server.py"))
@@ -100,8 +102,8 @@ class RoundResult:
     results against the output schema)."""
     read_p50: tuple[float, float | None] = (0.0, None)
     """(ours, filesystem server) read_file 200 lines p50 ms."""
-    bare_read_p50: float = 0.0
-    """A bare MCPServer's `head` of the same 200 lines, p50 ms: the Python SDK's own floor for such a call."""
+    sdk_floor: floor.Floor = field(default_factory=floor.Floor)
+    """The same calls through a bare MCPServer: the Python SDK's own floor."""
     peak_mib: float = 0.0
     errors: list[str] = field(default_factory=list[str])
     """Calls answered with an error (a timeout on a busy machine, say): the kind and the error code."""
@@ -111,34 +113,6 @@ class RoundResult:
 
 def _run(argv: list[str], cwd: Path) -> None:
     subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=False)
-
-
-class CheckClock:
-    """Time the MCP SDK client spends checking call results against the tools' output schemas: client work
-    (a Python client compiles a validator per tool and walks every item), not the server's."""
-
-    def __init__(self, client: Client) -> None:
-        self.session = client.session
-        self.check = self.session.validate_tool_result
-        self.spent = 0.0
-        self.session.validate_tool_result = self._timed  # type: ignore[method-assign]
-
-    async def _timed(self, name: str, result: Any) -> None:
-        start = time.perf_counter()
-        try:
-            await self.check(name, result)
-        finally:
-            self.spent += time.perf_counter() - start
-
-    def take_ms(self) -> float:
-        spent, self.spent = self.spent, 0.0
-        return spent * 1000
-
-
-async def _ms(action: Any) -> float:
-    start = time.perf_counter()
-    await action()
-    return (time.perf_counter() - start) * 1000
 
 
 async def _spawn_ms(command: str, args: list[str], env: dict[str, str] | None = None) -> float:
@@ -165,13 +139,13 @@ class Session:
         self.fs, self.fs_note = fs_server()
 
     async def _ref(self, argv: list[str]) -> float:
-        return await _ms(lambda: anyio.to_thread.run_sync(_run, argv, self.corpus))
+        return await ms(lambda: anyio.to_thread.run_sync(_run, argv, self.corpus))
 
     async def _paired(self, call: Any, argv: list[str], clock: CheckClock) -> tuple[float, float, float]:
         """(ours without the client's checking, reference, the client's checking) ms."""
         ref = await self._ref(argv) if random.random() < 0.5 else None
         clock.take_ms()
-        ours = await _ms(call)
+        ours = await ms(call)
         checking = clock.take_ms()
         if ref is None:
             ref = await self._ref(argv)
@@ -200,14 +174,8 @@ class Session:
         quiet = ["-c", 'exec "$0" "$1" 2>/dev/null', self.fs, str(self.corpus)]  # it greets on stderr
         async with Client(StdioServerParameters(command="sh", args=quiet), mode="legacy") as fs:
             samples = [
-                await _ms(lambda: fs.call_tool("read_text_file", {"path": path, "head": 200})) for _ in range(READS)
+                await ms(lambda: fs.call_tool("read_text_file", {"path": path, "head": 200})) for _ in range(READS)
             ]
-        return statistics.median(samples)
-
-    async def _bare_read_p50(self) -> float:
-        path = str(self.corpus / self.rel)
-        async with Client(StdioServerParameters(command=sys.executable, args=[BARE]), mode="legacy") as bare:
-            samples = [await _ms(lambda: bare.call_tool("head", {"path": path, "lines": 200})) for _ in range(READS)]
         return statistics.median(samples)
 
     async def round(self) -> dict[str, RoundResult]:
@@ -222,7 +190,7 @@ class Session:
         params = StdioServerParameters(command=server.command[0], args=server.command[1:], env=server.env)
         async with Client(params, mode="legacy") as client:
             out.startup = ((time.perf_counter() - start) * 1000, bare)
-            out.list_ms = await _ms(client.list_tools)
+            out.list_ms = await ms(client.list_tools)
             clock = CheckClock(client)
             pid = server_pid("--root")
             assert pid is not None, "bench: the server process was not found"
@@ -263,9 +231,20 @@ class Session:
                 ):
                     ours, pages, validating = await self._pages(client, tool, arguments, out.errors, clock)
                     out.paging[kind] = (ours, await self._ref(argv), pages, validating)
-                ours_reads = [await _ms(lambda: call("read_file", read)) for _ in range(READS)]  # checked, as theirs
+                ours_reads = [await ms(lambda: call("read_file", read)) for _ in range(READS)]  # checked, as theirs
                 out.read_p50 = (statistics.median(ours_reads), await self._fs_read_p50())
-                out.bare_read_p50 = await self._bare_read_p50()
+                out.sdk_floor = await floor.measure(
+                    self.corpus,
+                    self.rg,
+                    read_rel=self.rel,
+                    reads=READS,
+                    files_glob=STEPS[7].arguments["pattern"],
+                    files_reference=reference(STEPS[7], self.rg, ""),
+                    searches=[
+                        (s.kind, s.arguments, reference(s, self.rg, "")) for s in STEPS if s.tool == "search_text"
+                    ],
+                    reference=self._ref,
+                )
                 await anyio.sleep(self.idle_s)
                 for step in AFTER_IDLE:
                     *pair, checking = await self._paired(

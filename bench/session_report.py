@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 
+from bench import floor
 from bench.session import STEPS, RoundResult, Server, Session
 
 
@@ -72,8 +73,7 @@ def render(rounds: list[RoundResult], corpus: Path, note: str, fs_note: str) -> 
         lines.append(f"read_file 200 lines p50: {ours_read:.2f} ms; {fs_note}: {fs:.2f} ms; ratio {ratio:.2f}x")
     else:
         lines.append(f"read_file 200 lines p50: {ours_read:.2f} ms; filesystem server {fs_note}")
-    bare_read = statistics.median(r.bare_read_p50 for r in rounds)
-    lines.append(f"  a bare MCPServer (Python SDK, no policy) returning the same 200 lines: p50 {bare_read:.2f} ms")
+    lines += floor.render([r.sdk_floor for r in rounds])
     startup = statistics.median(r.startup[0] / r.startup[1] for r in rounds)
     lines.append(
         f"start-up to initialize: {statistics.median(r.startup[0] for r in rounds):.0f} ms, "

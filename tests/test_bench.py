@@ -70,7 +70,10 @@ def test_bench_session_quick_runs_the_whole_session_on_a_tiny_tree(tmp_path: Pat
     assert "variant 'no memo' over the first" in table and "session benchmark took" in table
     assert "checking results against the output schema" in table
     assert "round 1, with none: search_text rare literal" in table  # the first round's cold calls, apart
-    assert "a bare MCPServer (Python SDK, no policy) returning the same 200 lines: p50" in table
+    assert "the Python SDK's floor (a bare MCPServer" in table
+    assert "every page of search_files' listing (one rg --files run, then slices of it)" in table
+    assert "search_text warm, rg run then its first matches returned: rare literal" in table
+    assert "read_file's 200 lines (`head`): p50" in table
 
 
 def test_the_peak_memory_sampler_counts_every_child_of_the_server() -> None:
@@ -108,3 +111,52 @@ def test_a_child_forked_but_not_yet_execd_is_not_counted_again() -> None:
         total_mib = tree_rss_kib(process.pid) / 1024
         process.stdin.close()
     assert 96 <= total_mib < 150, total_mib
+
+
+def test_the_floor_server_answers_as_its_references(tmp_path: Path) -> None:
+    """The SDK floor is only a floor if it does the same job: every page of `files` together is
+    `rg --files -g GLOB`'s list in path order, and `grep` returns `rg -n`'s first lines in path order with
+    their count."""
+    import anyio
+    from bench.floor import FLOOR_SERVER
+    from bench.procs import server_rg
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    rg = server_rg()
+    for index in range(25):
+        (tmp_path / f"d{index % 3}").mkdir(exist_ok=True)
+        (tmp_path / f"d{index % 3}" / f"m{index:02}.py").write_text(f"x = {index}\n# TODO {index}\ny = {index}\n")
+    (tmp_path / "notes.txt").write_text("TODO not python\n")
+
+    async def ask() -> tuple[list[str], dict[str, object]]:
+        async with Client(
+            StdioServerParameters(command=sys.executable, args=[FLOOR_SERVER, rg]), mode="legacy"
+        ) as bare:
+            listed: list[str] = []
+            offset: int | None = 0
+            while offset is not None:
+                page = await bare.call_tool(
+                    "files", {"root": str(tmp_path), "glob": "*.py", "offset": offset, "limit": 7}
+                )
+                content = page.structured_content or {}
+                listed += content["files"]
+                offset = content["next_offset"]
+            found = await bare.call_tool("grep", {"root": str(tmp_path), "pattern": "TODO", "limit": 5})
+            return listed, found.structured_content or {}
+
+    listed, found = anyio.run(ask)
+    reference = subprocess.run(
+        [rg, "--files", "-g", "*.py", "."], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert listed == sorted(reference.stdout.splitlines()) and len(listed) == 25
+    lines = subprocess.run(
+        [rg, "-n", "--no-heading", "--", "TODO", "."], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    expected = sorted(
+        (path, int(number), text) for path, number, text in (line.split(":", 2) for line in lines.stdout.splitlines())
+    )
+    assert found["total"] == len(expected) == 26
+    matches = found["matches"]
+    assert isinstance(matches, list)
+    assert [(m["path"], m["line"], m["text"]) for m in matches] == expected[:5]

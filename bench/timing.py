@@ -1,0 +1,36 @@
+"""Timing helpers shared by the session benchmark and its bare-server floor."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mcp import Client
+
+
+class CheckClock:
+    """Time the MCP SDK client spends checking call results against the tools' output schemas: client work
+    (a Python client compiles a validator per tool and walks every item), not the server's."""
+
+    def __init__(self, client: Client) -> None:
+        self.session = client.session
+        self.check = self.session.validate_tool_result
+        self.spent = 0.0
+        self.session.validate_tool_result = self._timed  # type: ignore[method-assign]
+
+    async def _timed(self, name: str, result: Any) -> None:
+        start = time.perf_counter()
+        try:
+            await self.check(name, result)
+        finally:
+            self.spent += time.perf_counter() - start
+
+    def take_ms(self) -> float:
+        spent, self.spent = self.spent, 0.0
+        return spent * 1000
+
+
+async def ms(action: Any) -> float:
+    start = time.perf_counter()
+    await action()
+    return (time.perf_counter() - start) * 1000
