@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from repo_sandbox.engine.pylines import search_text_buffer
-from repo_sandbox.engine.pysearch import Deadline, Query, decode_buffer
-from repo_sandbox.engine.request import LineHit
+from repo_sandbox.engine.pysearch import Query, decode_buffer
+from repo_sandbox.engine.request import Deadline, LineHit
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 

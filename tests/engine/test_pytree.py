@@ -13,8 +13,8 @@ import pytest
 from repo_sandbox.config.loader import load_settings
 from repo_sandbox.engine import pymatch, pytree
 from repo_sandbox.engine.pymatch import MatchState
-from repo_sandbox.engine.pysearch import Deadline, Query
-from repo_sandbox.engine.request import SearchCancelled, SearchRequest, SearchStats
+from repo_sandbox.engine.pysearch import Query
+from repo_sandbox.engine.request import Deadline, HitWindow, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.tools.search_text import SearchTextArgs, SearchTextContentResult, search_text
 from repo_sandbox.workspace import Workspace
 
@@ -80,7 +80,7 @@ def test_a_file_that_grew_since_it_was_listed_is_read_whole(tmp_path: Path) -> N
     root = _write(tmp_path / "repo", {"grown.txt": "x\n" * 50 + "needle\n"})
     ws = _ws(root)
     state = MatchState()
-    request = SearchRequest(pattern="needle", keep_hits=(0, 10))
+    request = SearchRequest(pattern="needle", keep_hits=HitWindow(0, 10))
     matcher = pymatch.BatchMatcher(Query.compile("needle", **_plain()), request, Deadline(5), state)
     search = pytree._TreeSearch(request, SearchStats(), matcher, ws.limits.max_file_bytes)
     fd = os.open(root / "grown.txt", os.O_RDONLY)
@@ -123,7 +123,9 @@ def test_cancelling_stops_the_search_and_closes_everything(tmp_path: Path) -> No
     ws = _ws(root)
     stats = SearchStats()
     try:
-        hits = pytree.iter_file_hits(ws, SearchRequest(pattern="needle", cancel=cancel, keep_hits=(0, 5)), stats)
+        hits = pytree.iter_file_hits(
+            ws, SearchRequest(pattern="needle", cancel=cancel, keep_hits=HitWindow(0, 5)), stats
+        )
         next(hits)
         cancel.set()
         with pytest.raises(SearchCancelled):

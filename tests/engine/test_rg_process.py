@@ -205,7 +205,9 @@ def test_the_next_page_of_a_many_hit_search_starts_with_the_sorted_stream(
         assert page(ws, 0) == [("f00.txt", n) for n in range(1, 11)]
         assert [("--sort" in a) for a in started_rg.argvs] == [False, True]  # unsorted, stopped, then the stream
         assert page(ws, 10) == [("f00.txt", n) for n in range(11, 21)]
-        assert [("--sort" in a) for a in started_rg.argvs] == [True]  # the next page goes straight to the stream
+        assert started_rg.argvs == []  # the next page goes on with the kept stream
+        assert page(ws, 15) == [("f00.txt", n) for n in range(16, 26)]
+        assert [("--sort" in a) for a in started_rg.argvs] == [True]  # any other page goes straight to a stream
         for i in range(1, 20):
             (root / f"f{i:02}.txt").unlink()
         (root / "f00.txt").write_text("needle\n" * 15)  # the tree changed: few hits now

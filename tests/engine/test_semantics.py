@@ -90,7 +90,7 @@ def engine_ws(request: pytest.FixtureRequest, tree: Path) -> Iterator[Workspace]
     ws.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test: a paged search keeps its run (and the directory it holds open) in the workspace
 def reference(tree: Path) -> Iterator[Workspace]:
     ws = _workspace(tree, "python")
     yield ws

@@ -16,8 +16,8 @@ from repo_sandbox.config.loader import load_settings
 from repo_sandbox.engine import select
 from repo_sandbox.engine.census import Census
 from repo_sandbox.engine.pymatch import BatchMatcher, MatchState
-from repo_sandbox.engine.pysearch import Deadline, Query
-from repo_sandbox.engine.request import SearchRequest
+from repo_sandbox.engine.pysearch import Query
+from repo_sandbox.engine.request import Deadline, SearchRequest
 from repo_sandbox.engine.rgprocess import FileOutput
 from repo_sandbox.engine.vouch import Voucher, jailed_bytes, lines_hold
 from repo_sandbox.tools.search_text import SearchTextArgs, search_text

@@ -15,10 +15,11 @@ from pydantic import BaseModel
 
 from repo_sandbox.config.model import Settings
 from repo_sandbox.meter import OutputMeter
+from repo_sandbox.tools._search_rows import TextMatch, match_cost
 from repo_sandbox.tools.count_lines import CountLinesArgs, count_lines
 from repo_sandbox.tools.read_file import ReadFileArgs, read_file
 from repo_sandbox.tools.search_files import SearchFilesArgs, search_files
-from repo_sandbox.tools.search_text import SearchTextArgs, TextMatch, _match_cost, search_text
+from repo_sandbox.tools.search_text import SearchTextArgs, search_text
 from repo_sandbox.workspace import Workspace
 
 CAP = 4096
@@ -124,4 +125,4 @@ def test_a_match_row_costs_exactly_what_the_meter_measures_of_its_json(
     path: str, line: int, text: str, before: list[str], after: list[str]
 ) -> None:
     row = TextMatch(path=path, line=line, text=text, before=before, after=after)
-    assert _match_cost(OutputMeter.cost(path), line, text, before, after) == OutputMeter.item_cost(row)
+    assert match_cost(OutputMeter.cost(path), line, text, before, after) == OutputMeter.item_cost(row)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-from repo_sandbox.engine.pysearch import Deadline, Query
-from repo_sandbox.engine.request import LineHit
+from repo_sandbox.engine.pysearch import Query
+from repo_sandbox.engine.request import Deadline, LineHit
 
 LONG_LINE_CHARS: Final = 32
 """A line-mode pattern whose every match spans at least this many characters (`.{300,}`) is only tried on

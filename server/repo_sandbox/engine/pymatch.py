@@ -17,8 +17,8 @@ from typing import Any, Final
 import regex
 
 from repo_sandbox.engine.pylines import LONG_LINE_CHARS, long_lines, search_text_buffer
-from repo_sandbox.engine.pysearch import Deadline, Query, decode_for_search, displayed
-from repo_sandbox.engine.request import LineHit, SearchRequest
+from repo_sandbox.engine.pysearch import Query, decode_for_search, displayed
+from repo_sandbox.engine.request import Deadline, LineHit, SearchRequest
 
 BUFFER_BYTES: Final = 4 * 1024 * 1024
 """A batch buffer; a file larger than what is left of it is read into a batch of its own."""

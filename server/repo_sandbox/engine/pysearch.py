@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import string
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -21,32 +20,11 @@ from typing import Any, Final
 import regex
 
 from repo_sandbox.engine.dialect import PatternInfo, bytes_safe, check_dialect, min_width, translate
+from repo_sandbox.engine.request import Deadline
 from repo_sandbox.errors import InvalidRegexError, TimeoutExceededError
 
 CPU_SLICE_S: Final = 0.01
 """CPU time a regex call may take in place before it is run again on a thread the clock can give up on."""
-
-
-class Deadline:
-    """A monotonic deadline shared by all regex calls of one search."""
-
-    __slots__ = ("_end",)
-
-    def __init__(self, seconds: float) -> None:
-        self._end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        left = self._end - time.monotonic()
-        if left <= 0:
-            raise TimeoutExceededError(
-                "The search ran out of time.",
-                hint="Use a more specific pattern, a narrower path or a glob filter.",
-            )
-        return left
-
-    def left(self) -> float:
-        """Seconds left, 0 when none (never raises)."""
-        return max(0.0, self._end - time.monotonic())
 
 
 def _too_slow() -> TimeoutExceededError:

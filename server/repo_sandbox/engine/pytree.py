@@ -25,8 +25,8 @@ from repo_sandbox.engine.pymatch import (
     give_back,
     take_buffer,
 )
-from repo_sandbox.engine.pysearch import Deadline, Query
-from repo_sandbox.engine.request import FileHits, SearchCancelled, SearchRequest, SearchStats
+from repo_sandbox.engine.pysearch import Query
+from repo_sandbox.engine.request import Deadline, FileHits, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.fs.globs import compile_glob
 from repo_sandbox.fs.textfile import SNIFF_BYTES, looks_binary
 from repo_sandbox.meter import is_presentable
@@ -188,7 +188,7 @@ class _TreeSearch:
         stats = self.stats
         request = self.request
         cancel = request.cancel
-        start, stop = request.keep_hits
+        window = request.keep_hits  # read file by file: a kept search moves it between pages
         wanted = iter(candidates)
         next_candidate = next(wanted, -1)
         text_index = 0
@@ -207,7 +207,7 @@ class _TreeSearch:
                 continue
             next_candidate = next(wanted, -1)
             before = self.hits_before
-            keep = (max(0, start - before), max(0, stop - before))
+            keep = (max(0, window.start - before), max(0, window.stop - before))
             found: FileResult = self.matcher.search(batch.data, *batch.spans[index], keep)
             if found is not None:
                 self.hits_before = before + found[0]
@@ -238,7 +238,7 @@ def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) ->
         case_sensitive=request.case_sensitive,
         multiline=request.multiline,
     )
-    matcher = BatchMatcher(query, request, Deadline(ws.limits.regex_timeout_s), MatchState())
+    matcher = BatchMatcher(query, request, request.deadline or Deadline(ws.limits.regex_timeout_s), MatchState())
     glob = compile_glob(request.glob) if request.glob else None
     progress = request.progress
     opened, dir_fd, _ = ws.jail.open_any(request.path)

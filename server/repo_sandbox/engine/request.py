@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import threading
+import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
+
+from repo_sandbox.errors import TimeoutExceededError
 
 OutputMode = Literal["content", "files_with_matches", "count"]
 
@@ -19,6 +21,48 @@ class LineHit:
     after: list[str] = field(default_factory=list[str])
 
 
+class Deadline:
+    """A monotonic deadline shared by all regex calls of one search."""
+
+    __slots__ = ("_end",)
+
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutExceededError(
+                "The search ran out of time.",
+                hint="Use a more specific pattern, a narrower path or a glob filter.",
+            )
+        return left
+
+    def restart(self, seconds: float) -> None:
+        """The same search, given `seconds` again from now (the next page of a kept search)."""
+        self._end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        """Seconds left, 0 when none (never raises)."""
+        return max(0.0, self._end - time.monotonic())
+
+
+class CancelFlag(Protocol):
+    """Set by the caller to stop a search (a `threading.Event`, or a switch that follows the current page's)."""
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass(slots=True)
+class HitWindow:
+    """Matching lines to materialise, as [start, stop) indices over the whole result in path order; every
+    other hit is only counted, so a 100k-hit search holds a page or two of lines in memory, not all of them.
+    Engines read it file by file: a search kept for its next page (`tools.kept_searches`) moves it."""
+
+    start: int = 0
+    stop: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
     pattern: str
@@ -31,12 +75,12 @@ class SearchRequest:
     mode: OutputMode = "content"
     include_hidden: bool | None = None
     include_ignored: bool = False
-    cancel: threading.Event | None = field(default=None, compare=False)
+    cancel: CancelFlag | None = field(default=None, compare=False)
     """Set by the caller to stop the search (and its rg process) early; the engine then raises SearchCancelled."""
     progress: Progress | None = field(default=None, compare=False)
-    keep_hits: tuple[int, int] = (0, 0)
-    """Matching lines to materialise, as [start, stop) indices over the whole result in path order; every
-    other hit is only counted, so a 100k-hit search holds one page of lines in memory, not all of them."""
+    keep_hits: HitWindow = field(default_factory=HitWindow, compare=False)
+    deadline: Deadline | None = field(default=None, compare=False)
+    """The search's time budget (`regex_timeout_s`), None: the engine starts one."""
 
 
 class Progress:

@@ -15,14 +15,12 @@ from __future__ import annotations
 import os
 import re
 import select
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
 from repo_sandbox.engine.confine import Launcher
-from repo_sandbox.engine.pysearch import Deadline
-from repo_sandbox.engine.request import SearchCancelled, SearchRequest
+from repo_sandbox.engine.request import CancelFlag, Deadline, SearchCancelled, SearchRequest
 from repo_sandbox.engine.ripgrep import Ripgrep, clean_env
 
 READ_BYTES: Final = 256 * 1024
@@ -126,7 +124,7 @@ class RgProcess:
         launcher: Launcher,
         *,
         count_only: bool,
-        cancel: threading.Event | None = None,
+        cancel: CancelFlag | None = None,
         deadline: Deadline | None = None,
     ) -> None:
         self.count_only = count_only

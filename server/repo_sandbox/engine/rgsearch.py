@@ -30,8 +30,8 @@ from repo_sandbox.engine import censusmemo, pytree, rgstate
 from repo_sandbox.engine.census import TEXT, TOO_LARGE, Census, simple_rule
 from repo_sandbox.engine.confine import Launcher
 from repo_sandbox.engine.pymatch import BatchMatcher, MatchState
-from repo_sandbox.engine.pysearch import Deadline, Query
-from repo_sandbox.engine.request import FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
+from repo_sandbox.engine.pysearch import Query
+from repo_sandbox.engine.request import Deadline, FileHits, LineHit, SearchCancelled, SearchRequest, SearchStats
 from repo_sandbox.engine.rgprocess import FileOutput, RgOptions, RgProcess, build_argv
 from repo_sandbox.engine.ripgrep import Ripgrep
 from repo_sandbox.engine.vouch import Voucher
@@ -83,7 +83,7 @@ class _Search:
         self.stats = stats
         self.dir_fd = dir_fd
         self.cancel = request.cancel
-        self.deadline = Deadline(ws.limits.regex_timeout_s)
+        self.deadline = request.deadline or Deadline(ws.limits.regex_timeout_s)
         self.glob = compile_glob(request.glob) if request.glob else None
         self.census = Census(ws, request, self.glob, recall_memo=recall_memo)
         self.prefix = "" if start_rel == "." else start_rel + "/"
@@ -189,7 +189,8 @@ class _Search:
     def _file_hits(self, position: int, output: FileOutput) -> FileHits | None:
         """The hits of one accepted file, as the jail reads it (`engine.vouch`); the ones inside the
         request's `keep_hits` window are materialised. None when the jailed file has none."""
-        start, stop = self.request.keep_hits
+        window = self.request.keep_hits
+        start, stop = window.start, window.stop
         before = self.hits_before
         rel_path = self._root_path(output.path)
         vouched = self.voucher.check(rel_path, position, output, (max(0, start - before), max(0, stop - before)))

@@ -10,7 +10,7 @@ from functools import partial
 from typing import Final
 
 from repo_sandbox.engine.confine import Launcher, launcher
-from repo_sandbox.engine.request import SearchRequest
+from repo_sandbox.engine.request import HitWindow, SearchRequest
 from repo_sandbox.engine.ripgrep import Ripgrep
 from repo_sandbox.workspace import Workspace
 
@@ -91,7 +91,7 @@ def counts(ws: Workspace) -> dict[str, dict[str, int]]:
 
 
 def _page_free(request: SearchRequest) -> SearchRequest:
-    return dataclasses.replace(request, keep_hits=(0, 0), cancel=None, progress=None)
+    return dataclasses.replace(request, keep_hits=HitWindow(), cancel=None, progress=None, deadline=None)
 
 
 _launchers: weakref.WeakKeyDictionary[Workspace, dict[str, Launcher | None]] = weakref.WeakKeyDictionary()

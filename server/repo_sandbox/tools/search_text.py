@@ -10,13 +10,23 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import anyio
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from repo_sandbox.engine.request import LineHit, Progress, SearchCancelled, SearchRequest, SearchStats
+from repo_sandbox.engine.request import (
+    CancelFlag,
+    Deadline,
+    HitWindow,
+    Progress,
+    SearchCancelled,
+    SearchRequest,
+    SearchStats,
+)
 from repo_sandbox.engine.select import iter_file_hits
 from repo_sandbox.errors import FileTooLargeError, SandboxError
-from repo_sandbox.fs.textfile import cut_text
 from repo_sandbox.meter import OutputMeter
+from repo_sandbox.tools import _search_runs
 from repo_sandbox.tools._args import WHOLE_NUMBER, ToolArgs
-from repo_sandbox.tools._results import Paged, ResultModel, page_offsets
+from repo_sandbox.tools._results import Paged, page_offsets
+from repo_sandbox.tools._search_rows import FileCount, TextMatch, read_page
+from repo_sandbox.tools._search_runs import CancelSwitch, SearchRun
 from repo_sandbox.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -85,22 +95,6 @@ class SearchTextArgs(ToolArgs):
     include_ignored: Annotated[bool, Field(description="Also search ignored files (.gitignore, .ignore).")] = False
 
 
-class TextMatch(ResultModel):
-    path: str
-    line: int = Field(description="1-based line number.")
-    text: str = Field(description="The matching line (in multiline mode, the lines of the match).")
-    before: list[str] = Field(description="Context lines before the match.")
-    after: list[str] = Field(description="Context lines after the match.")
-
-
-class FileCount(ResultModel):
-    path: str
-    count: int = Field(
-        description="Matching lines in this file (multiline, with a pattern that can match a line break: matches, "
-        "as `rg -U --count`)."
-    )
-
-
 class _SearchSummary(Paged):
     files_searched: int = Field(description="Text files whose contents were searched before the search stopped.")
     skipped_binary: int = Field(description="Files skipped because they look binary.")
@@ -138,58 +132,6 @@ class SearchTextCountResult(_SearchSummary):
 SearchTextResult = SearchTextContentResult | SearchTextFilesResult | SearchTextCountResult
 
 
-def _request(
-    args: SearchTextArgs, *, keep: tuple[int, int], cancel: threading.Event | None, progress: Progress | None
-) -> SearchRequest:
-    return SearchRequest(
-        cancel=cancel,
-        progress=progress,
-        pattern=args.pattern,
-        path=args.path,
-        glob=args.glob,
-        fixed_strings=args.fixed_strings,
-        case_sensitive=args.case_sensitive,
-        multiline=args.multiline,
-        context=args.context,
-        mode=args.output_mode,
-        include_hidden=args.include_hidden,
-        include_ignored=args.include_ignored,
-        keep_hits=keep,
-    )
-
-
-_MATCH_FIXED_BYTES = len('{"path": , "line": , "text": , "before": [], "after": []}') + 2
-"""A `TextMatch` row as `json.dumps` writes it, without its values, and the list separator after it."""
-
-
-def _match_cost(path_cost: int, line: int, text: str, before: list[str], after: list[str]) -> int:
-    """Exactly `OutputMeter.item_cost` of the row, without building and dumping it."""
-    cost = _MATCH_FIXED_BYTES + path_cost + len(str(line)) + OutputMeter.cost(text)
-    for lines in (before, after):
-        if lines:
-            cost += sum(OutputMeter.cost(t) for t in lines) + 2 * (len(lines) - 1)
-    return cost
-
-
-def _match_row(path: str, hit: LineHit, max_chars: int, meter: OutputMeter, path_cost: int) -> TextMatch | None:
-    """The row for one hit if it fits in what is left of the page (`path_cost`: `OutputMeter.cost(path)`).
-
-    A row too large for even an empty page (long lines with long context, or control characters that
-    JSON escapes six-fold) is shrunk, so paging always advances: its context is dropped and its line cut.
-    """
-    text = cut_text(hit.text, max_chars)
-    before = [cut_text(t, max_chars) for t in hit.before]
-    after = [cut_text(t, max_chars) for t in hit.after]
-    cost = _match_cost(path_cost, hit.line, text, before, after)
-    if cost > meter.limit:
-        room = max(meter.limit - _match_cost(path_cost, hit.line, "", [], []) - 64, 0) // 6
-        text, before, after = cut_text(hit.text, room), [], []
-        cost = _match_cost(path_cost, hit.line, text, before, after)
-    if not meter.try_add(cost):
-        return None
-    return TextMatch.model_construct(path=path, line=hit.line, text=text, before=before, after=after)
-
-
 def _refuse_one_file_too_large(ws: Workspace, path: str) -> None:
     """A search of one file that is over `max_file_bytes` says so (a walk skips and counts such files).
 
@@ -213,9 +155,10 @@ def _refuse_one_file_too_large(ws: Workspace, path: str) -> None:
 
 
 def search_text(
-    ws: Workspace, args: SearchTextArgs, *, cancel: threading.Event | None = None, progress: Progress | None = None
+    ws: Workspace, args: SearchTextArgs, *, cancel: CancelFlag | None = None, progress: Progress | None = None
 ) -> SearchTextResult:
-    """Search and page the results. Stops reading as soon as the page is full and one more result is seen.
+    """Search and page the results. Stops reading as soon as the page is full and one more result is seen;
+    the run is kept for the next page (`_search_runs`), which then starts where this one stopped.
 
     Rows are matching lines in "content" mode and files in the other modes.
 
@@ -224,65 +167,79 @@ def search_text(
     """
     limits = ws.limits
     _refuse_one_file_too_large(ws, args.path)
-    content = args.output_mode == "content"
-    end = args.offset + min(args.limit, limits.max_results)
-    meter = OutputMeter(limits.max_output_bytes)
-    stats = SearchStats()
-    matches: list[TextMatch] = []
-    files: list[str] = []
-    counts: list[FileCount] = []
-    index = 0  # position of the next row in the full result list
-    consumed = 0  # rows of this page returned, or skipped because no page could hold them
-    total = 0
-    more = False
-    request = _request(args, keep=(args.offset, end) if content else (0, 0), cancel=cancel, progress=progress)
-    for file_hits in iter_file_hits(ws, request, stats):
-        if index >= end:
-            more = True
-            break
-        total += file_hits.count
-        path = file_hits.rel_path
-        if content:
-            path_cost = OutputMeter.cost(path) if file_hits.hits else 0
-            for hit in file_hits.hits:
-                match = _match_row(path, hit, limits.max_line_chars, meter, path_cost)
-                if match is None:
-                    more = True
-                    break
-                matches.append(match)
-                consumed += 1
-            index += file_hits.count
-            if more or index > end:
-                more = True
-                break
-            continue
-        if index >= args.offset:
-            item = path if args.output_mode == "files_with_matches" else FileCount(path=path, count=file_hits.count)
-            cost = OutputMeter.item_cost(item)
-            if cost <= meter.limit:  # a row larger than a whole page is skipped, so paging always advances
-                if not meter.try_add(cost):
-                    more = True
-                    break
-                if isinstance(item, str):
-                    files.append(item)
-                else:
-                    counts.append(item)
-            consumed += 1
-        index += 1
-    truncated, next_offset = page_offsets(args.offset, consumed, more)
+    page = min(args.limit, limits.max_results)
+    key = tuple(sorted(args.model_dump(exclude={"offset"}).items()))
+    run = _search_runs.take(ws, key, args.offset)
+    if run is not None and args.output_mode == "content" and not run.holds_lines_for(args.offset, args.offset + page):
+        run.close()
+        run = None
+    if run is None:
+        run = _start(ws, args, cancel, progress)
+    else:
+        run.cancel.current = cancel
+        run.deadline.restart(limits.regex_timeout_s)
+        if progress is not None:
+            progress.files = run.progress.files
+    if args.output_mode == "content":  # this page's hits, and the next page's in the file where this one stops
+        run.window.start, run.window.stop = args.offset, args.offset + 2 * page
+    try:
+        result, next_offset = _page(ws, args, run, args.offset + page)
+    except BaseException:
+        run.close()
+        raise
+    if next_offset is not None:
+        _search_runs.keep(ws, key, next_offset, run)
+    return result
+
+
+def _start(ws: Workspace, args: SearchTextArgs, cancel: CancelFlag | None, progress: Progress | None) -> SearchRun:
+    run = SearchRun(
+        iter(()),
+        SearchStats(),
+        HitWindow(),
+        CancelSwitch(cancel),
+        Deadline(ws.limits.regex_timeout_s),
+        progress or Progress(),
+    )
+    request = SearchRequest(
+        cancel=run.cancel,
+        progress=run.progress,
+        keep_hits=run.window,
+        deadline=run.deadline,
+        pattern=args.pattern,
+        path=args.path,
+        glob=args.glob,
+        fixed_strings=args.fixed_strings,
+        case_sensitive=args.case_sensitive,
+        multiline=args.multiline,
+        context=args.context,
+        mode=args.output_mode,
+        include_hidden=args.include_hidden,
+        include_ignored=args.include_ignored,
+    )
+    run.files = iter_file_hits(ws, request, run.stats)
+    return run
+
+
+def _page(ws: Workspace, args: SearchTextArgs, run: SearchRun, end: int) -> tuple[SearchTextResult, int | None]:
+    """Rows [offset, end) of `run`, within the output cap, and the next page's offset (None: no more)."""
+    meter = OutputMeter(ws.limits.max_output_bytes)
+    rows = read_page(run, args.output_mode, args.offset, end, meter, ws.limits.max_line_chars)
+    truncated, next_offset = page_offsets(args.offset, rows.consumed, rows.more)
+    stats = run.stats
     summary = {
         "files_searched": stats.files_searched,
         "skipped_binary": stats.skipped_binary,
         "skipped_too_large": stats.skipped_too_large,
-        "total_matches": total,
+        "total_matches": rows.total_matches,
         "truncated": truncated or stats.walk_truncated,
         "next_offset": next_offset,
     }
-    if content:
-        return SearchTextContentResult(matches=matches, **summary)
+    if args.output_mode == "content":
+        return SearchTextContentResult(matches=rows.matches, **summary), next_offset
     if args.output_mode == "files_with_matches":
-        return SearchTextFilesResult(files=files, **summary)
-    return SearchTextCountResult(counts=counts, **summary)
+        return SearchTextFilesResult(files=rows.files, **summary), next_offset
+    return SearchTextCountResult(counts=rows.counts, **summary), next_offset
 
 
 PROGRESS_EVERY_S = 0.5
