@@ -16,6 +16,8 @@ from repo_sandbox.config.model import Settings
 from repo_sandbox.workspace import Workspace
 from tree_files import write
 
+pytest_plugins = ["rg_spy"]  # the `started_rg` fixture
+
 _TEST_CACHE = "RSMCP_TEST_CACHE"
 _made_cache: list[str] = []
 _user_cache: list[tuple[Path, set[str]]] = []

@@ -17,6 +17,7 @@ from repo_sandbox.engine.rgprocess import RgOptions, build_argv
 from repo_sandbox.tools.search_text import SearchTextArgs, SearchTextContentResult, search_text
 from repo_sandbox.tree.index import TreeIndex
 from repo_sandbox.workspace import Workspace
+from rg_spy import StartedRg
 
 RG = ripgrep.locate()
 
@@ -31,34 +32,6 @@ def rg() -> ripgrep.Ripgrep:
     if RG is None:
         pytest.fail("no rg found: the ripgrep wheel is a dependency of this project on Linux")
     return RG
-
-
-class StartedRg:
-    """Every rg process the searches started, and its argv, in order (`started_rg`)."""
-
-    def __init__(self) -> None:
-        self.processes: list[rgprocess.RgProcess] = []
-        self.argvs: list[list[str]] = []
-        self.any = threading.Event()
-
-    def clear(self) -> None:
-        self.processes.clear()
-        self.argvs.clear()
-
-
-@pytest.fixture
-def started_rg(monkeypatch: pytest.MonkeyPatch) -> StartedRg:
-    started = StartedRg()
-    real_init = rgprocess.RgProcess.__init__
-
-    def remember(self: rgprocess.RgProcess, argv: list[str], *args: Any, **kwargs: Any) -> None:
-        real_init(self, argv, *args, **kwargs)
-        started.processes.append(self)
-        started.argvs.append(argv)
-        started.any.set()
-
-    monkeypatch.setattr(rgprocess.RgProcess, "__init__", remember)
-    return started
 
 
 def _ws(root: Path, **limits: Any) -> Workspace:
