@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 server = MCPServer("bare")
 RG = sys.argv[1] if len(sys.argv) > 1 else "rg"
+SWITCH_LINES = 2000
 _listings: dict[tuple[str, str], list[str]] = {}
 
 
@@ -55,18 +56,33 @@ def files(root: str, glob: str, offset: int = 0, limit: int = 1000) -> Page:
 
 @server.tool()
 def grep(root: str, pattern: str, fixed: bool = False, icase: bool = False, limit: int = 100) -> Matches:
-    """The first `limit` matching lines under `root` in path order, and how many there are."""
+    """The first `limit` matching lines under `root` in path order, and how many were read: all of them, or
+    (past `SWITCH_LINES`, where sorting everything would cost more than the search) a lower bound, from a
+    sorted run stopped once the page is full."""
     flags = (["-F"] if fixed else []) + (["-i"] if icase else [])
     argv = [RG, "-n", "--no-heading", "--with-filename", "--null", *flags, "--", pattern, "."]
-    output = subprocess.run(argv, cwd=root, capture_output=True, check=False).stdout
+    lines = _lines(argv, root, SWITCH_LINES + 1)
+    if len(lines) > SWITCH_LINES:
+        lines = _lines([*argv[:1], "--sort", "path", *argv[1:]], root, limit)
     hits: list[tuple[bytes, int, bytes]] = []
-    for line in output.splitlines():
-        path, _, rest = line.partition(b"\0")
+    for line in lines:
+        path, _, rest = line.rstrip(b"\n").partition(b"\0")
         number, _, text = rest.partition(b":")
         hits.append((path, int(number or 0), text))
     hits.sort(key=lambda hit: (hit[0], hit[1]))
-    found = [Match(path=p.decode(errors="replace"), line=n, text=t.decode(errors="replace")) for p, n, t in hits]
-    return Matches(matches=found[:limit], total=len(found))
+    found = [
+        Match(path=p.decode(errors="replace"), line=n, text=t.decode(errors="replace")) for p, n, t in hits[:limit]
+    ]
+    return Matches(matches=found, total=len(hits))
+
+
+def _lines(argv: list[str], root: str, most: int) -> list[bytes]:
+    """Up to `most` lines of the command's output (it is stopped once it has printed them)."""
+    with subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
+        assert process.stdout is not None
+        lines = list(islice(process.stdout, most))
+        process.kill()
+    return lines
 
 
 if __name__ == "__main__":

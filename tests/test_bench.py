@@ -128,6 +128,8 @@ def test_the_floor_server_answers_as_its_references(tmp_path: Path) -> None:
         (tmp_path / f"d{index % 3}").mkdir(exist_ok=True)
         (tmp_path / f"d{index % 3}" / f"m{index:02}.py").write_text(f"x = {index}\n# TODO {index}\ny = {index}\n")
     (tmp_path / "notes.txt").write_text("TODO not python\n")
+    for name in ("z.log", "a.log", "m.log"):
+        (tmp_path / name).write_text("many\n" * 800)  # more lines than it sorts: a sorted run, stopped early
 
     async def ask() -> tuple[list[str], dict[str, object]]:
         async with Client(
@@ -143,6 +145,10 @@ def test_the_floor_server_answers_as_its_references(tmp_path: Path) -> None:
                 listed += content["files"]
                 offset = content["next_offset"]
             found = await bare.call_tool("grep", {"root": str(tmp_path), "pattern": "TODO", "limit": 5})
+            many = await bare.call_tool("grep", {"root": str(tmp_path), "pattern": "many", "limit": 5})
+            assert [(m["path"], m["line"]) for m in (many.structured_content or {})["matches"]] == [
+                ("./a.log", n) for n in range(1, 6)
+            ]
             return listed, found.structured_content or {}
 
     listed, found = anyio.run(ask)
