@@ -22,8 +22,12 @@ from rg_spy import StartedRg
 ENGINES = ["ripgrep", "python"]
 
 
-def _ws(root: Path, engine: str, **limits: Any) -> Workspace:
-    overrides: dict[tuple[str, str], Any] = {("workspace", "root"): str(root), ("search", "engine"): engine}
+def _ws(root: Path, engine: str, keep_run_s: float = 60.0, **limits: Any) -> Workspace:
+    overrides: dict[tuple[str, str], Any] = {
+        ("workspace", "root"): str(root),
+        ("search", "engine"): engine,
+        ("search", "keep_run_s"): keep_run_s,
+    }
     overrides.update({("limits", key): value for key, value in limits.items()})
     return Workspace(load_settings(None, env={}, overrides=overrides))
 
@@ -129,12 +133,9 @@ def test_the_next_page_starts_no_search_and_other_arguments_start_their_own(
     assert all(p.proc.wait(5) is not None for p in started_rg.processes)  # closing the workspace ended them
 
 
-def test_a_kept_run_ends_unused_after_a_while_and_beyond_the_limit(
-    tmp_path: Path, started_rg: StartedRg, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_search_runs, "KEEP_S", 0.5)
+def test_a_kept_run_ends_unused_after_a_while_and_beyond_the_limit(tmp_path: Path, started_rg: StartedRg) -> None:
     _many(tmp_path / "repo", 60)
-    ws = _ws(tmp_path / "repo", "ripgrep")
+    ws = _ws(tmp_path / "repo", "ripgrep", keep_run_s=0.5)
     fds = len(os.listdir("/proc/self/fd"))
     try:
         for pattern in ("need", "needl", "needle"):
@@ -222,5 +223,19 @@ def test_a_file_changed_between_pages_shows_nothing_the_jail_would_not(tmp_path:
         shown = " ".join(m["text"] for page in pages + resumed for m in page["matches"])
         assert "hunter2" not in shown and "outside-bytes" not in shown
         assert all(m["path"] != ".env" for page in pages + resumed for m in page["matches"])
+    finally:
+        ws.close()
+
+
+def test_keep_run_s_zero_keeps_no_run(tmp_path: Path, started_rg: StartedRg) -> None:
+    _many(tmp_path / "repo", 60)
+    ws = _ws(tmp_path / "repo", "ripgrep", keep_run_s=0)
+    try:
+        search_text(ws, SearchTextArgs(pattern="needle", limit=100))
+        assert _search_runs.kept_count(ws) == 0
+        assert all(p.proc.wait(5) is not None for p in started_rg.processes)
+        started_rg.clear()
+        page = search_text(ws, SearchTextArgs(pattern="needle", limit=100, offset=100))
+        assert isinstance(page, SearchTextContentResult) and started_rg.argvs  # a new run
     finally:
         ws.close()

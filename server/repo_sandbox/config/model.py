@@ -244,6 +244,9 @@ class SearchConfig(_Section):
     ripgrep_path: str = ""
     """Absolute path of the rg binary to use; "" looks for `rg` on PATH, then the one the `ripgrep` wheel
     installed next to this Python."""
+    keep_run_s: float = Field(default=60.0, ge=0, le=3600)
+    """How long the run behind a search_text page waits for the next page of the same search (holding its rg
+    process and a page or two of lines); 0: every page searches the tree again from the first file."""
 
 
 class Settings(_Section):

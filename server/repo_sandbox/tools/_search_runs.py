@@ -6,8 +6,8 @@ page made paging through a large result quadratic. A kept run makes it linear:
 - it answers only the same arguments (every one but `offset`), at exactly the `next_offset` it gave;
 - the call that resumes it takes it out of the store (a run never has two readers) and keeps it again after;
 - it holds its rg process (blocked on a full pipe), one file's pending hits and at most two pages of lines;
-- it is closed (its rg killed) after `KEEP_S` unused, when more than `MAX_KEPT` runs of one workspace are
-  kept, and when the workspace closes.
+- it is closed (its rg killed) after `[search] keep_run_s` unused, when more than `MAX_KEPT` runs of one
+  workspace are kept, and when the workspace closes.
 
 Nothing is trusted for longer than before: every file a resumed run yields is vouched for as it is read
 (`engine.vouch`), as in a run that never paused, which is all a paused run is: a slow reader.
@@ -25,8 +25,6 @@ from typing import Final
 from repo_sandbox.engine.request import CancelFlag, Deadline, FileHits, HitWindow, Progress, SearchStats
 from repo_sandbox.workspace import Workspace
 
-KEEP_S: Final = 60.0
-"""How long a run waits for its next page (an agent pages within seconds; later pages start a new run)."""
 MAX_KEPT: Final = 2
 """Runs kept per workspace: the searches an agent pages through side by side."""
 
@@ -125,7 +123,8 @@ def take(ws: Workspace, key: Hashable, offset: int) -> SearchRun | None:
 
 def keep(ws: Workspace, key: Hashable, next_offset: int, run: SearchRun) -> None:
     """Keep `run` for the page at `next_offset`, closing the run it replaces and any beyond `MAX_KEPT`."""
-    kept = _Kept(next_offset, run, threading.Timer(KEEP_S, _expire, (weakref.ref(ws), key, run)))
+    wait_s = ws.settings.search.keep_run_s
+    kept = _Kept(next_offset, run, threading.Timer(wait_s, _expire, (weakref.ref(ws), key, run)))
     kept.timer.daemon = True
     with _lock:
         runs = _runs.get(ws)
@@ -133,7 +132,7 @@ def keep(ws: Workspace, key: Hashable, next_offset: int, run: SearchRun) -> None
             runs = _runs[ws] = _Runs()
             ws.on_close.append(lambda: _close_all(runs))
         dropped: list[_Kept] = []
-        if runs.closed:
+        if runs.closed or wait_s <= 0:
             dropped.append(kept)
         else:
             if (old := runs.by_key.pop(key, None)) is not None:
