@@ -15,7 +15,9 @@ Nothing is trusted for longer than before: every file a resumed run yields is vo
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator
@@ -24,6 +26,8 @@ from typing import Final
 
 from repo_sandbox.engine.request import CancelFlag, Deadline, FileHits, HitWindow, Progress, SearchStats
 from repo_sandbox.workspace import Workspace
+
+logger = logging.getLogger("repo_sandbox")
 
 MAX_KEPT: Final = 2
 """Runs kept per workspace: the searches an agent pages through side by side."""
@@ -87,16 +91,21 @@ class SearchRun:
         self.total += lines
 
     def close(self) -> None:
+        """End the run: its rg is killed, its descriptors closed (a failure there is logged, never raised)."""
         close = getattr(self.files, "close", None)
-        if close is not None:
-            close()
+        try:
+            if close is not None:
+                close()
+        except Exception:
+            logger.exception("closing a kept search run failed")
 
 
 @dataclass(eq=False)
 class _Kept:
     next_offset: int
     run: SearchRun
-    timer: threading.Timer
+    until: float
+    """`time.monotonic()` after which the reaper closes the run."""
 
 
 class _Runs:
@@ -107,6 +116,9 @@ class _Runs:
 
 _runs: weakref.WeakKeyDictionary[Workspace, _Runs] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+_due = threading.Condition(_lock)
+"""Notified when a run is kept: the reaper then sleeps until the earliest `until`."""
+_reaper: list[threading.Thread] = []
 
 
 def take(ws: Workspace, key: Hashable, offset: int) -> SearchRun | None:
@@ -117,15 +129,13 @@ def take(ws: Workspace, key: Hashable, offset: int) -> SearchRun | None:
         if runs is None or kept is None or kept.next_offset != offset:
             return None
         del runs.by_key[key]
-    kept.timer.cancel()
     return kept.run
 
 
 def keep(ws: Workspace, key: Hashable, next_offset: int, run: SearchRun) -> None:
     """Keep `run` for the page at `next_offset`, closing the run it replaces and any beyond `MAX_KEPT`."""
     wait_s = ws.settings.search.keep_run_s
-    kept = _Kept(next_offset, run, threading.Timer(wait_s, _expire, (weakref.ref(ws), key, run)))
-    kept.timer.daemon = True
+    kept = _Kept(next_offset, run, time.monotonic() + wait_s)
     with _lock:
         runs = _runs.get(ws)
         if runs is None:
@@ -140,21 +150,28 @@ def keep(ws: Workspace, key: Hashable, next_offset: int, run: SearchRun) -> None
             runs.by_key[key] = kept
             while len(runs.by_key) > MAX_KEPT:
                 dropped.append(runs.by_key.popitem(last=False)[1])
-            kept.timer.start()
+            if not _reaper:  # one thread for the process, started with the first kept run
+                _reaper.append(threading.Thread(target=_reap, name="repo-sandbox-search-runs", daemon=True))
+                _reaper[0].start()
+            _due.notify()
     for gone in dropped:
-        gone.timer.cancel()
         gone.run.close()
 
 
-def _expire(ws_ref: weakref.ReferenceType[Workspace], key: Hashable, run: SearchRun) -> None:
-    ws = ws_ref()
-    with _lock:
-        runs = None if ws is None else _runs.get(ws)
-        kept = None if runs is None else runs.by_key.get(key)
-        if runs is None or kept is None or kept.run is not run:
-            return
-        del runs.by_key[key]
-    run.close()
+def _reap() -> None:
+    """Close every kept run whose time is up, then sleep until the next one's is."""
+    while True:
+        with _due:
+            now = time.monotonic()
+            every = [(runs, key, kept) for runs in list(_runs.values()) for key, kept in runs.by_key.items()]
+            expired = [(runs, key, kept) for runs, key, kept in every if kept.until <= now]
+            for runs, key, _ in expired:
+                del runs.by_key[key]
+            if not expired:
+                _due.wait(min((kept.until for _, _, kept in every), default=now + 3600) - now)
+                continue
+        for _, _, kept in expired:
+            kept.run.close()
 
 
 def _close_all(runs: _Runs) -> None:
@@ -163,7 +180,6 @@ def _close_all(runs: _Runs) -> None:
         dropped = list(runs.by_key.values())
         runs.by_key.clear()
     for gone in dropped:
-        gone.timer.cancel()
         gone.run.close()
 
 
