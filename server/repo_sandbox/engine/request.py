@@ -57,7 +57,7 @@ class CancelFlag(Protocol):
 class HitWindow:
     """Matching lines to materialise, as [start, stop) indices over the whole result in path order; every
     other hit is only counted, so a 100k-hit search holds a page or two of lines in memory, not all of them.
-    Engines read it file by file: a search kept for its next page (`tools.kept_searches`) moves it."""
+    Engines read it file by file: a caller that keeps a search for its next page moves it between pages."""
 
     start: int = 0
     stop: int = 0

@@ -184,7 +184,7 @@ def _close_all(runs: _Runs) -> None:
 
 
 def kept_count(ws: Workspace) -> int:
-    """Runs kept for `ws` now (for the status resource and tests)."""
+    """Runs kept for `ws` now (for tests)."""
     with _lock:
         runs = _runs.get(ws)
         return 0 if runs is None else len(runs.by_key)

@@ -183,29 +183,28 @@ def search_text(
     if args.output_mode == "content":  # this page's hits, and the next page's in the file where this one stops
         run.window.start, run.window.stop = args.offset, args.offset + 2 * page
     try:
-        result, next_offset = _page(ws, args, run, args.offset + page)
+        result = _page(ws, args, run, args.offset + page)
     except BaseException:
         run.close()
         raise
-    if next_offset is not None:
-        _search_runs.keep(ws, key, next_offset, run)
+    if result.next_offset is not None:
+        _search_runs.keep(ws, key, result.next_offset, run)
     return result
 
 
 def _start(ws: Workspace, args: SearchTextArgs, cancel: CancelFlag | None, progress: Progress | None) -> SearchRun:
-    run = SearchRun(
-        iter(()),
-        SearchStats(),
+    window, switch, deadline, stats = (
         HitWindow(),
         CancelSwitch(cancel),
         Deadline(ws.limits.regex_timeout_s),
-        progress or Progress(),
+        SearchStats(),
     )
+    progress = progress or Progress()
     request = SearchRequest(
-        cancel=run.cancel,
-        progress=run.progress,
-        keep_hits=run.window,
-        deadline=run.deadline,
+        cancel=switch,
+        progress=progress,
+        keep_hits=window,
+        deadline=deadline,
         pattern=args.pattern,
         path=args.path,
         glob=args.glob,
@@ -217,12 +216,11 @@ def _start(ws: Workspace, args: SearchTextArgs, cancel: CancelFlag | None, progr
         include_hidden=args.include_hidden,
         include_ignored=args.include_ignored,
     )
-    run.files = iter_file_hits(ws, request, run.stats)
-    return run
+    return SearchRun(iter_file_hits(ws, request, stats), stats, window, switch, deadline, progress)
 
 
-def _page(ws: Workspace, args: SearchTextArgs, run: SearchRun, end: int) -> tuple[SearchTextResult, int | None]:
-    """Rows [offset, end) of `run`, within the output cap, and the next page's offset (None: no more)."""
+def _page(ws: Workspace, args: SearchTextArgs, run: SearchRun, end: int) -> SearchTextResult:
+    """Rows [offset, end) of `run`, within the output cap."""
     meter = OutputMeter(ws.limits.max_output_bytes)
     rows = read_page(run, args.output_mode, args.offset, end, meter, ws.limits.max_line_chars)
     truncated, next_offset = page_offsets(args.offset, rows.consumed, rows.more)
@@ -236,10 +234,10 @@ def _page(ws: Workspace, args: SearchTextArgs, run: SearchRun, end: int) -> tupl
         "next_offset": next_offset,
     }
     if args.output_mode == "content":
-        return SearchTextContentResult(matches=rows.matches, **summary), next_offset
+        return SearchTextContentResult(matches=rows.matches, **summary)
     if args.output_mode == "files_with_matches":
-        return SearchTextFilesResult(files=rows.files, **summary), next_offset
-    return SearchTextCountResult(counts=rows.counts, **summary), next_offset
+        return SearchTextFilesResult(files=rows.files, **summary)
+    return SearchTextCountResult(counts=rows.counts, **summary)
 
 
 PROGRESS_EVERY_S = 0.5
