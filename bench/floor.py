@@ -6,7 +6,6 @@ the policy's; the gap between the two is what the server itself adds.
 
 from __future__ import annotations
 
-import random
 import statistics
 import sys
 import time
@@ -18,7 +17,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from bench.timing import CheckClock, ms
+from bench.timing import CheckClock, ms, paired
 
 FLOOR_SERVER = str(Path(__file__).with_name("floor_server.py"))
 
@@ -70,10 +69,8 @@ async def measure(
                 "limit": arguments.get("limit", 100),
             }
             await bare.call_tool("grep", grep)  # the first call of a kind compiles the client's validator
-            ref = await reference(argv) if random.random() < 0.5 else None
-            clock.take_ms()
-            took = await ms(lambda g=grep: bare.call_tool("grep", g)) - clock.take_ms()
-            out.searches[kind] = (took, ref if ref is not None else await reference(argv))
+            took, ref, _ = await paired(lambda g=grep: bare.call_tool("grep", g), lambda a=argv: reference(a), clock)
+            out.searches[kind] = (took, ref)
     return out
 
 

@@ -28,7 +28,7 @@ from mcp.client.stdio import StdioServerParameters
 from bench import floor
 from bench.corpus import pick_read_target
 from bench.procs import PeakRss, fs_server, server_pid, server_rg
-from bench.timing import CheckClock, ms
+from bench.timing import CheckClock, ms, paired
 
 SERVER = str(Path(sys.executable).with_name("repo-sandbox"))
 BARE = str(Path(__file__).with_name("bare_server.py"))
@@ -143,13 +143,7 @@ class Session:
 
     async def _paired(self, call: Any, argv: list[str], clock: CheckClock) -> tuple[float, float, float]:
         """(ours without the client's checking, reference, the client's checking) ms."""
-        ref = await self._ref(argv) if random.random() < 0.5 else None
-        clock.take_ms()
-        ours = await ms(call)
-        checking = clock.take_ms()
-        if ref is None:
-            ref = await self._ref(argv)
-        return ours - checking, ref, checking
+        return await paired(call, lambda: self._ref(argv), clock)
 
     async def _pages(
         self, client: Client, tool: str, arguments: dict[str, Any], errors: list[str], clock: CheckClock

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp import Client
@@ -34,3 +36,15 @@ async def ms(action: Any) -> float:
     start = time.perf_counter()
     await action()
     return (time.perf_counter() - start) * 1000
+
+
+async def paired(call: Any, reference: Callable[[], Awaitable[float]], clock: CheckClock) -> tuple[float, float, float]:
+    """(the call without the client's checking, its reference run, the client's checking) ms; the reference
+    runs before or after the call at random, so that a drifting machine load falls on both alike."""
+    ref = await reference() if random.random() < 0.5 else None
+    clock.take_ms()
+    took = await ms(call)
+    checking = clock.take_ms()
+    if ref is None:
+        ref = await reference()
+    return took - checking, ref, checking
