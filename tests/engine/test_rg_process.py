@@ -378,3 +378,56 @@ def test_rg_keeps_its_own_thread_count_where_no_watch_mark_can_be_had(
     finally:
         ws.close()
     assert started_rg.argvs and all("--threads" not in argv for argv in started_rg.argvs)
+
+
+TRICKY_OUTPUT: dict[str, bytes] = {
+    "a-1:2.txt": b"x 12:TODO here\nTODO\r\nplain\n",
+    "b 3-4.txt": b'TODO: binary file matches (found "\\0" byte around offset 7)\n',
+    "c.txt": b"one\nTODO a\ntwo\n--\nthree\nfour\nTODO b\nfive\n",
+    "d.txt": b"TODO first\n" + (b"z" * 99 + b"\n") * 800 + b"TODO\x00after\n",  # the NUL is past rg's first buffer
+    "e.txt": b"\x7f TODO \t\x0b\x0c\n1:2:TODO\n-3-TODO\n",
+}
+"""Files whose lines, as rg prints them, look like other kinds of line: a path with ':' and digits, a match
+that reads as a binary notice, a real notice (a NUL after a match), a `--` line inside the text."""
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"context": 1},
+        {"context": 2, "limit": 3},
+        {"output_mode": "count"},
+        {"output_mode": "files_with_matches"},
+    ],
+    ids=["content", "context 1", "context 2, paged", "count", "files"],
+)
+def test_rg_output_is_read_line_for_line_as_the_python_engine_reads_the_files(
+    rg: ripgrep.Ripgrep, tmp_path: Path, arguments: dict[str, Any]
+) -> None:
+    for name, data in TRICKY_OUTPUT.items():
+        (tmp_path / name).write_bytes(data)
+    results: dict[str, list[Any]] = {}
+    for engine in ("ripgrep", "python"):
+        overrides: dict[tuple[str, str], Any] = {("workspace", "root"): str(tmp_path), ("search", "engine"): engine}
+        ws = Workspace(load_settings(None, env={}, overrides=overrides))
+        try:
+            search_text(ws, SearchTextArgs(pattern="TODO"))  # builds the tree index: rg's lines are trusted next
+            read_again = select.report(ws).get("rg_output", {}).get("files_read_again")
+            pages: list[Any] = []
+            offset: int | None = 0
+            while offset is not None:
+                page = search_text(
+                    ws, SearchTextArgs.model_validate({"pattern": "TODO", **arguments, "offset": offset})
+                )
+                pages.append(page.model_dump())
+                offset = page.next_offset
+            results[engine] = pages
+            if engine == "ripgrep":  # rg's output itself made the pages, not a second read of the files
+                assert select.report(ws)["rg_output"]["files_read_again"] == read_again
+        finally:
+            ws.close()
+    assert results["ripgrep"] == results["python"]
+    shown = str(results["ripgrep"])
+    assert "a-1:2.txt" in shown and "b 3-4.txt" in shown and "e.txt" in shown
+    assert "d.txt" not in shown  # its NUL comes after the census's sniff: rg's notice voids its match

@@ -26,12 +26,15 @@ from repo_sandbox.engine.ripgrep import Ripgrep, clean_env
 READ_BYTES: Final = 256 * 1024
 POLL_S: Final = 0.05
 """How often a read that waits for rg's output checks whether the search was cancelled."""
-_LINE_PREFIX = re.compile(rb"(\d+)([:-])")
-_BINARY_NOTICE = re.compile(
-    rb"(.*): (?:WARNING: stopped searching binary file after match|binary file matches) "
+_BINARY_NOTICE = (
+    rb"|(.*): (?:WARNING: stopped searching binary file after match|binary file matches) "
     rb'\(found "\\0" byte around offset \d+\)'
 )
 """What rg prints (without the NUL separator) when a file turns out to hold a NUL byte after a match."""
+_CONTENT_ROW = re.compile(rb"(?m)^(?:([^\0\n]*)\0(\d+)([:-])(.*)" + _BINARY_NOTICE + rb")$")
+"""`path NUL number (':' a match | '-' context) text`, or a binary notice; other lines (`--`) match neither."""
+_COUNT_ROW = re.compile(rb"(?m)^(?:([^\0\n]*)\0(\d+)()()" + _BINARY_NOTICE + rb")$")
+"""`path NUL count`, or a binary notice (the empty groups give both patterns the same five)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,30 +178,22 @@ class RgProcess:
     def files(self) -> Iterator[FileOutput]:
         """One `FileOutput` per file, in the order rg prints them."""
         current: FileOutput | None = None
+        rows = _COUNT_ROW if self.count_only else _CONTENT_ROW
         for block in self._chunks():
-            for line in block.split(b"\n")[:-1]:
-                nul = line.find(b"\0")
-                if nul < 0:
-                    notice = _BINARY_NOTICE.fullmatch(line)
-                    if notice is None:
-                        continue  # a context separator or a message about some file
-                    path, rest = notice.group(1), None
-                else:
-                    path, rest = line[:nul], line[nul + 1 :]
+            for listed_path, number, mark, text, notice_path in rows.findall(block):
+                path = listed_path if number else notice_path
                 if current is None or current.path != path:
                     if current is not None:
                         yield current
                     current = FileOutput(path)
-                if rest is None:
+                if not number:
                     current.binary = True
                 elif self.count_only:
-                    current.count = int(rest)
+                    current.count = int(number)
                 else:
-                    prefix = _LINE_PREFIX.match(rest)
-                    if prefix is not None:
-                        is_match = prefix.group(2) == b":"
-                        current.lines.append((int(prefix.group(1)), is_match, rest[prefix.end() :]))
-                        current.count += is_match
+                    is_match = mark == b":"
+                    current.lines.append((int(number), is_match, text))
+                    current.count += is_match
         if current is not None:
             yield current
 

@@ -20,6 +20,7 @@ Each workspace has one confined launcher thread per rg binary, started by its fi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -58,6 +59,13 @@ def _threads_beside_python() -> int:
     return max(1, len(os.sched_getaffinity(0)) - 1)
 
 
+@functools.cache
+def _rg_deny_globs(deny: tuple[str, ...]) -> tuple[str, ...]:
+    """The deny-list as rg globs, when rg reads each rule as the policy walker does; else none (the census
+    alone then keeps denied files out)."""
+    return deny if all(simple_rule(rule) and not rule.startswith("!") for rule in deny) else ()
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
@@ -88,6 +96,8 @@ class _Search:
         self.census = Census(ws, request, self.glob, recall_memo=recall_memo)
         self.prefix = "" if start_rel == "." else start_rel + "/"
         self.hits_before = 0
+        self._places: dict[bytes, tuple[str, int] | None] = {}
+        """rg path -> `_place` of the files of the run being collected, placed as they came."""
         self.process: RgProcess | None = None
         options = ws.walk_options(include_hidden=request.include_hidden, include_ignored=request.include_ignored)
         matcher = BatchMatcher(query, request, self.deadline, MatchState())
@@ -101,14 +111,13 @@ class _Search:
             self.census.late_mark = partial(ws.trees.watch_mark, options)
             threads = _threads_beside_python() if ws.trees.building(options) else None
         self.voucher = Voucher(ws, matcher, self.census, mark, lines=request.mode == "content")
-        deny = ws.settings.workspace.effective_deny
         self.base = RgOptions(
             count_only=request.mode != "content",
             sorted_output=False,
             use_ignore_files=not options.include_ignored,
             include_hidden=options.include_hidden,
             max_file_bytes=ws.limits.max_file_bytes if rgstate.met_large_files(ws) else None,
-            deny_globs=tuple(deny) if all(simple_rule(r) and not r.startswith("!") for r in deny) else (),
+            deny_globs=_rg_deny_globs(tuple(ws.settings.workspace.effective_deny)),
             glob=request.glob if request.glob and not request.glob.startswith("!") else None,
             threads=threads,
         )
@@ -156,11 +165,15 @@ class _Search:
         seen = 0
         census_done = self.census.done
         self.voucher.forget_observed()
+        places = self._places
+        places.clear()
         for output in process.files():
             self._check_cancel()
             outputs[output.path] = output
-            if census_done.is_set() and self.census.error is None and (position := self._placed(output)) is not None:
-                self.voucher.observe(self._root_path(output.path), position)
+            if census_done.is_set() and self.census.error is None:
+                place = places[output.path] = self._place(output)
+                if place is not None:
+                    self.voucher.observe(*place)
             seen += 1 if options.count_only else output.count
             if seen > SWITCH_LINES or process.bytes_read > SWITCH_BYTES:
                 self._stop_process()
@@ -179,20 +192,21 @@ class _Search:
         rel = os.fsdecode(rg_path.removeprefix(b"./"))
         return self.prefix + rel
 
-    def _placed(self, output: FileOutput) -> int | None:
-        """The census position of a file of rg's output, or None when the census rejects it (or it is void)."""
-        position = self.census.position.get(self._root_path(output.path))
+    def _place(self, output: FileOutput) -> tuple[str, int] | None:
+        """The root-relative path and census position of a file of rg's output, or None when the census
+        rejects it (or it is void)."""
+        rel_path = self._root_path(output.path)
+        position = self.census.position.get(rel_path)
         if position is None or self.census.kinds[position] != TEXT or output.binary or not output.count:
             return None
-        return position
+        return rel_path, position
 
-    def _file_hits(self, position: int, output: FileOutput) -> FileHits | None:
+    def _file_hits(self, rel_path: str, position: int, output: FileOutput) -> FileHits | None:
         """The hits of one accepted file, as the jail reads it (`engine.vouch`); the ones inside the
         request's `keep_hits` window are materialised. None when the jailed file has none."""
         window = self.request.keep_hits
         start, stop = window.start, window.stop
         before = self.hits_before
-        rel_path = self._root_path(output.path)
         vouched = self.voucher.check(rel_path, position, output, (max(0, start - before), max(0, stop - before)))
         if vouched is None:
             return None
@@ -217,9 +231,9 @@ class _Search:
         self.hits_before += output.count
         return FileHits(rel_path, output.count, hits)
 
-    def _emit(self, position: int, output: FileOutput) -> FileHits | None:
+    def _emit(self, rel_path: str, position: int, output: FileOutput) -> FileHits | None:
         self.census.stats_through(position, self.stats)
-        return self._file_hits(position, output)
+        return self._file_hits(rel_path, position, output)
 
     def _first_run(
         self, options: RgOptions, *, many: bool, census: threading.Thread | None = None
@@ -268,13 +282,18 @@ class _Search:
             yield from self._emit_collected(first)
 
     def _emit_collected(self, outputs: dict[bytes, FileOutput]) -> Iterator[FileHits]:
-        placed = [(p, output) for output in outputs.values() if (p := self._placed(output)) is not None]
-        placed.sort(key=lambda item: item[0])
-        agree = self.voucher.trust([(self._root_path(output.path), position) for position, output in placed])
+        places = self._places
+        placed = [
+            (place, output)
+            for path, output in outputs.items()
+            if (place := places[path] if path in places else self._place(output)) is not None
+        ]
+        placed.sort(key=lambda item: item[0][1])
+        agree = self.voucher.trust([place for place, _ in placed])
         if self.census.from_memo and not agree:
             raise _StaleMemo
-        for position, output in placed:
-            if (hits := self._emit(position, output)) is not None:
+        for (rel_path, position), output in placed:
+            if (hits := self._emit(rel_path, position, output)) is not None:
                 yield hits
 
     def _stream(self, process: RgProcess, options: RgOptions) -> Iterator[FileHits]:
@@ -283,8 +302,8 @@ class _Search:
         for output in process.files():
             self._check_cancel()
             seen += 1 if options.count_only else output.count
-            position = self._placed(output)
-            if position is not None and (hits := self._emit(position, output)) is not None:
+            place = self._place(output)
+            if place is not None and (hits := self._emit(*place, output)) is not None:
                 yielded = True
                 yield hits
         self._finish(process, yielded=yielded)

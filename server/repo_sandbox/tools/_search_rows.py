@@ -58,7 +58,7 @@ def _match_row(path: str, hit: LineHit, max_chars: int, meter: OutputMeter, path
         cost = match_cost(path_cost, hit.line, text, before, after)
     if not meter.try_add(cost):
         return None
-    return TextMatch.model_construct(path=path, line=hit.line, text=text, before=before, after=after)
+    return TextMatch(path=path, line=hit.line, text=text, before=before, after=after)
 
 
 @dataclass
