@@ -112,7 +112,12 @@ class RoundResult:
 
 
 def _run(argv: list[str], cwd: Path) -> None:
-    subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=False)
+    """Run a reference and read its output to the end, as an agent's tool reads it. Not into /dev/null, where
+    rg's writes cost almost nothing (`rg -n self` on the stdlib: 40 ms, against 60 ms into a pipe that is read)."""
+    with subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE) as process:
+        assert process.stdout is not None
+        while os.read(process.stdout.fileno(), 1 << 20):
+            pass
 
 
 async def _spawn_ms(command: str, args: list[str], env: dict[str, str] | None = None) -> float:

@@ -53,7 +53,8 @@ def render(rounds: list[RoundResult], corpus: Path, note: str, fs_note: str) -> 
     lines.append("tool's first call)")
     lines.append("")
     lines.append("references: search_text: rg -n [-F] [-i] (full run); search_files: rg --files -g; count_lines:")
-    lines.append("rg --files -0 | xargs -0 cat | wc -l; read_file: head -n 200 (spawned)")
+    lines.append("rg --files -0 | xargs -0 cat | wc -l; read_file: head -n 200 (spawned); each one's output read")
+    lines.append("through a pipe to its end, as an agent's tool reads it")
     lines.append("")
     for kind in rounds[0].paging:
         runs = [r.paging[kind] for r in rounds]
