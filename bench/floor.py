@@ -17,7 +17,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from bench.timing import CheckClock, ms, paired
+from bench.timing import CheckClock, ms, paired_median
 
 FLOOR_SERVER = str(Path(__file__).with_name("floor_server.py"))
 
@@ -30,7 +30,7 @@ class Floor:
     """Every page of the large search_files listing: (ms together, one reference run ms, ms of it the client
     spent checking results against the output schema)."""
     searches: dict[str, tuple[float, float]] = field(default_factory=dict[str, tuple[float, float]])
-    """search_text kind -> (ms without the client's checking, reference ms), the second call of its kind."""
+    """search_text kind -> (ms without the client's checking, reference ms): medians of the warm calls."""
 
 
 async def measure(
@@ -43,8 +43,10 @@ async def measure(
     files_reference: list[str],
     searches: Sequence[tuple[str, dict[str, Any], list[str]]],
     reference: Callable[[list[str]], Awaitable[float]],
+    warm_calls: int,
 ) -> Floor:
-    """`searches`: (kind, search_text arguments, reference argv) of each search kind."""
+    """`searches`: (kind, search_text arguments, reference argv) of each search kind, each called `warm_calls`
+    times after a first call."""
     out = Floor()
     root = str(corpus)
     async with Client(StdioServerParameters(command=sys.executable, args=[FLOOR_SERVER, rg]), mode="legacy") as bare:
@@ -69,7 +71,9 @@ async def measure(
                 "limit": arguments.get("limit", 100),
             }
             await bare.call_tool("grep", grep)  # the first call of a kind compiles the client's validator
-            took, ref, _ = await paired(lambda g=grep: bare.call_tool("grep", g), lambda a=argv: reference(a), clock)
+            took, ref, _ = await paired_median(
+                lambda g=grep: bare.call_tool("grep", g), lambda a=argv: reference(a), clock, warm_calls
+            )
             out.searches[kind] = (took, ref)
     return out
 

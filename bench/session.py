@@ -28,7 +28,7 @@ from mcp.client.stdio import StdioServerParameters
 from bench import floor
 from bench.corpus import pick_read_target
 from bench.procs import PeakRss, fs_server, server_pid, server_rg
-from bench.timing import CheckClock, ms, paired
+from bench.timing import CheckClock, ms, paired_median
 
 SERVER = str(Path(sys.executable).with_name("repo-sandbox"))
 BARE = str(Path(__file__).with_name("bare_server.py"))
@@ -40,6 +40,8 @@ SERVER_ENV = {
 }
 READS = 30
 """read_file calls per round for the p50 (ours and the filesystem server's alike)."""
+WARM_CALLS = 5
+"""Warm calls of each kind per round, each paired with its reference: a round's warm row is their median."""
 
 
 @dataclass(frozen=True)
@@ -146,9 +148,11 @@ class Session:
     async def _ref(self, argv: list[str]) -> float:
         return await ms(lambda: anyio.to_thread.run_sync(_run, argv, self.corpus))
 
-    async def _paired(self, call: Any, argv: list[str], clock: CheckClock) -> tuple[float, float, float]:
-        """(ours without the client's checking, reference, the client's checking) ms."""
-        return await paired(call, lambda: self._ref(argv), clock)
+    async def _paired(
+        self, call: Any, argv: list[str], clock: CheckClock, times: int = 1
+    ) -> tuple[float, float, float]:
+        """(ours without the client's checking, reference, the client's checking) ms; medians of `times` pairs."""
+        return await paired_median(call, lambda: self._ref(argv), clock, times)
 
     async def _pages(
         self, client: Client, tool: str, arguments: dict[str, Any], errors: list[str], clock: CheckClock
@@ -203,14 +207,15 @@ class Session:
 
                 read = {"path": self.rel, "offset": 1, "limit": 200}
                 for phase in ("cold", "warm"):
+                    times = 1 if phase == "cold" else WARM_CALLS
                     for step in STEPS:
                         *pair, checking = await self._paired(
-                            lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""), clock
+                            lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""), clock, times
                         )
                         out.pairs[(step.kind, phase)] = (pair[0], pair[1])
                         out.checking[phase] = out.checking.get(phase, 0.0) + checking
                     *pair, checking = await self._paired(
-                        lambda: call("read_file", read), reference("read", self.rg, self.rel), clock
+                        lambda: call("read_file", read), reference("read", self.rg, self.rel), clock, times
                     )
                     out.pairs[("read_file 200 lines", phase)] = (pair[0], pair[1])
                     out.checking[phase] = out.checking.get(phase, 0.0) + checking
@@ -243,6 +248,7 @@ class Session:
                         (s.kind, s.arguments, reference(s, self.rg, "")) for s in STEPS if s.tool == "search_text"
                     ],
                     reference=self._ref,
+                    warm_calls=WARM_CALLS,
                 )
                 await anyio.sleep(self.idle_s)
                 for step in AFTER_IDLE:
