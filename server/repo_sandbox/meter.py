@@ -55,8 +55,12 @@ def is_presentable(path: str) -> bool:
     """Whether a walked path can be shown to a client.
 
     A file name that is not valid UTF-8 decodes (surrogateescape) to lone surrogates, which JSON over MCP
-    cannot carry: such files are left out of listings rather than breaking the whole response.
+    cannot carry: such files are left out of listings rather than breaking the whole response. So are names
+    with a line break: the text of a result gives a path a line of its own, and rg's output (line by line)
+    could not say where such a name ends (`engine.rgprocess` has rg skip them too).
     """
+    if "\n" in path:
+        return False
     if path.isascii():
         return True
     try:

@@ -58,7 +58,8 @@ def test_argv_reads_no_config_follows_no_link_and_keeps_pattern_and_path_from_be
     assert argv[argv.index("--regexp") + 1] == "--pre=sh"
     assert argv[-2:] == ["--", "."]
     assert argv[argv.index("--max-filesize") + 1] == "1000"
-    assert argv[argv.index("--iglob") : argv.index("--iglob") + 2] == ["--iglob", "!.env*"]
+    iglobs = [argv[i + 1] for i, flag in enumerate(argv) if flag == "--iglob"]
+    assert iglobs == ["!*\n*", "!.env*"]  # names with a line break, then the deny-list
     assert "--no-ignore-parent" in argv and "--no-ignore-global" in argv and "--no-require-git" in argv
 
 

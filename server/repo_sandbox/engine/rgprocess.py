@@ -1,7 +1,7 @@
 """One rg process: the argv the server builds, the spawn, and its output read as one group per file.
 
 The argv is built here and nowhere else: `--no-config`, the Rust regex engine only, the size limit,
-hidden/ignore settings and deny-list globs as flags, never `--follow`; the pattern after `--regexp` and
+hidden/ignore settings and deny-list globs as flags, names with a line break skipped, never `--follow`; the pattern after `--regexp` and
 the path after `--`, so neither can ever be read as a flag. rg starts in the directory the jail opened
 (through /proc/self/fd, so a directory swapped for a symlink after the check changes nothing), with an
 environment built from scratch, by the Landlock-confined launcher (`engine.confine`). Output is `--null`
@@ -26,6 +26,11 @@ from repo_sandbox.engine.ripgrep import Ripgrep, clean_env
 READ_BYTES: Final = 256 * 1024
 POLL_S: Final = 0.05
 """How often a read that waits for rg's output checks whether the search was cancelled."""
+_NO_LINE_BREAK: Final = "!*\n*"
+"""Every file or directory whose name holds a line break is skipped: rg prints one line per match, and a
+path broken over two lines would have its second part read as another file's path (a hard link to a file
+outside the root named `x<LF>b.txt` would show its lines as `b.txt`'s). The policy walker never lists such
+names (`meter.is_presentable`)."""
 _BINARY_NOTICE = (
     rb"|(.*): (?:WARNING: stopped searching binary file after match|binary file matches) "
     rb'\(found "\\0" byte around offset \d+\)'
@@ -86,6 +91,7 @@ def build_argv(rg: Ripgrep, request: SearchRequest, options: RgOptions) -> list[
         argv += ["--no-require-git", "--no-ignore-parent", "--no-ignore-global", "--no-ignore-exclude"]
     else:
         argv.append("--no-ignore")
+    argv += ["--iglob", _NO_LINE_BREAK]
     for glob in deny_iglobs(options.deny_globs):
         argv += ["--iglob", "!" + glob]
     if options.glob is not None:

@@ -195,6 +195,8 @@ class _Search:
     def _place(self, output: FileOutput) -> tuple[str, int] | None:
         """The root-relative path and census position of a file of rg's output, or None when the census
         rejects it (or it is void)."""
+        if not output.path.startswith(b"./"):  # rg prints every path under the "." it searches as "./..."
+            return None
         rel_path = self._root_path(output.path)
         position = self.census.position.get(rel_path)
         if position is None or self.census.kinds[position] != TEXT or output.binary or not output.count:
