@@ -1,11 +1,14 @@
 """The session benchmark: what an agent meets, call by call, on a fresh server (`scripts/bench --session`).
 
 Each round spawns a fresh server and makes the same scripted session through the MCP SDK client over stdio:
-initialize and tools/list (as every client does first), every call kind once on the fresh server (cold), once
-more (warm), every page of one large search_files and one large search_text, read_file 200 lines repeatedly
-beside the official filesystem server, then after `idle_s` of silence (an agent thinking) a few more calls. Each call is paired, in random order, with its
-reference run in the same round (the same rg binary the server uses, `rg --files`, `head -n`, `wc -l`), so a
-busy machine slows both sides of a ratio alike. A thread samples the memory of the server and its children.
+initialize and tools/list (as every client does first), every call kind once on the fresh server (cold), five
+more times (warm), every page of one large search_files and one large search_text, read_file 200 lines
+repeatedly beside the official filesystem server, then after `idle_s` of silence (an agent thinking) a few more
+calls. Each call is paired, in random order, with its reference run in the same round (the same rg binary the
+server uses, `rg --files`, `head -n`, `wc -l`), so a busy machine slows both sides of a ratio alike; a cold
+call is paired with the reference run just before the server started, on the quiet machine an agent's own rg
+would meet (beside a fresh server, a reference shares the machine with the server's start-up work). A separate
+process samples the memory of the server and its children.
 """
 
 from __future__ import annotations
@@ -122,6 +125,14 @@ def _run(argv: list[str], cwd: Path) -> None:
             pass
 
 
+async def _checked_ms(call: Any, clock: CheckClock) -> tuple[float, float]:
+    """(the call without the client's checking, the client's checking) ms."""
+    clock.take_ms()
+    took = await ms(call)
+    checking = clock.take_ms()
+    return took - checking, checking
+
+
 async def _spawn_ms(command: str, args: list[str], env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
     async with Client(StdioServerParameters(command=command, args=args, env=env), mode="legacy"):
@@ -188,6 +199,8 @@ class Session:
 
     async def _session(self, server: Server) -> RoundResult:
         out = RoundResult()
+        quiet = {step.kind: await self._ref(reference(step, self.rg, "")) for step in STEPS}
+        quiet["read_file 200 lines"] = await self._ref(reference("read", self.rg, self.rel))
         bare = await _spawn_ms(sys.executable, [BARE])
         start = time.perf_counter()
         params = StdioServerParameters(command=server.command[0], args=server.command[1:], env=server.env)
@@ -206,19 +219,24 @@ class Session:
                         out.errors.append(f"{tool} {json.dumps(arguments)}: {error}")
 
                 read = {"path": self.rel, "offset": 1, "limit": 200}
-                for phase in ("cold", "warm"):
-                    times = 1 if phase == "cold" else WARM_CALLS
-                    for step in STEPS:
-                        *pair, checking = await self._paired(
-                            lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""), clock, times
-                        )
-                        out.pairs[(step.kind, phase)] = (pair[0], pair[1])
-                        out.checking[phase] = out.checking.get(phase, 0.0) + checking
+                for step in STEPS:  # cold: against the reference run before the server started
+                    took, checking = await _checked_ms(lambda s=step: call(s.tool, s.arguments), clock)
+                    out.pairs[(step.kind, "cold")] = (took, quiet[step.kind])
+                    out.checking["cold"] = out.checking.get("cold", 0.0) + checking
+                took, checking = await _checked_ms(lambda: call("read_file", read), clock)
+                out.pairs[("read_file 200 lines", "cold")] = (took, quiet["read_file 200 lines"])
+                out.checking["cold"] += checking
+                for step in STEPS:
                     *pair, checking = await self._paired(
-                        lambda: call("read_file", read), reference("read", self.rg, self.rel), clock, times
+                        lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""), clock, WARM_CALLS
                     )
-                    out.pairs[("read_file 200 lines", phase)] = (pair[0], pair[1])
-                    out.checking[phase] = out.checking.get(phase, 0.0) + checking
+                    out.pairs[(step.kind, "warm")] = (pair[0], pair[1])
+                    out.checking["warm"] = out.checking.get("warm", 0.0) + checking
+                *pair, checking = await self._paired(
+                    lambda: call("read_file", read), reference("read", self.rg, self.rel), clock, WARM_CALLS
+                )
+                out.pairs[("read_file 200 lines", "warm")] = (pair[0], pair[1])
+                out.checking["warm"] += checking
                 for kind, tool, arguments, argv in (
                     (
                         "search_files *.py, every page",
