@@ -1,13 +1,13 @@
 """One rg process: the argv the server builds, the spawn, and its output read as one group per file.
 
 The argv is built here and nowhere else: `--no-config`, the Rust regex engine only, the size limit,
-hidden/ignore settings and deny-list globs as flags, names with a line break skipped, never `--follow`; the pattern after `--regexp` and
-the path after `--`, so neither can ever be read as a flag. rg starts in the directory the jail opened
-(through /proc/self/fd, so a directory swapped for a symlink after the check changes nothing), with an
-environment built from scratch, by the Landlock-confined launcher (`engine.confine`). Output is `--null`
-separated; `close()` kills the process (only it). A read that waits for output wakes every `POLL_S` to see
-whether the search was cancelled or ran out of its time budget (`regex_timeout_s`, as in the Python engine),
-so such a search never waits for a silent rg to print or finish.
+hidden/ignore settings and deny-list globs as flags, names with a line break skipped, never `--follow`; the
+pattern after `--regexp` and the path after `--`, so neither can ever be read as a flag. rg starts in the
+directory the jail opened (through /proc/self/fd, so a directory swapped for a symlink after the check
+changes nothing), with an environment built from scratch, by the Landlock-confined launcher
+(`engine.confine`). Output is `--null` separated; `close()` kills the process (only it). A read that waits
+for output wakes every `POLL_S` to see whether the search was cancelled or ran out of its time budget
+(`regex_timeout_s`, as in the Python engine), so such a search never waits for a silent rg to print or finish.
 """
 
 from __future__ import annotations

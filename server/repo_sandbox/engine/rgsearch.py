@@ -20,7 +20,6 @@ Each workspace has one confined launcher thread per rg binary, started by its fi
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -57,13 +56,6 @@ class _StaleMemo(Exception):
 def _threads_beside_python() -> int:
     """rg threads that leave one of the cores this process may use to the server's own Python."""
     return max(1, len(os.sched_getaffinity(0)) - 1)
-
-
-@functools.cache
-def _rg_deny_globs(deny: tuple[str, ...]) -> tuple[str, ...]:
-    """The deny-list as rg globs, when rg reads each rule as the policy walker does; else none (the census
-    alone then keeps denied files out)."""
-    return deny if all(simple_rule(rule) and not rule.startswith("!") for rule in deny) else ()
 
 
 def _decode(raw: bytes) -> str:
@@ -111,13 +103,14 @@ class _Search:
             self.census.late_mark = partial(ws.trees.watch_mark, options)
             threads = _threads_beside_python() if ws.trees.building(options) else None
         self.voucher = Voucher(ws, matcher, self.census, mark, lines=request.mode == "content")
+        deny = ws.settings.workspace.effective_deny
         self.base = RgOptions(
             count_only=request.mode != "content",
             sorted_output=False,
             use_ignore_files=not options.include_ignored,
             include_hidden=options.include_hidden,
             max_file_bytes=ws.limits.max_file_bytes if rgstate.met_large_files(ws) else None,
-            deny_globs=_rg_deny_globs(tuple(ws.settings.workspace.effective_deny)),
+            deny_globs=tuple(deny) if all(simple_rule(r) and not r.startswith("!") for r in deny) else (),
             glob=request.glob if request.glob and not request.glob.startswith("!") else None,
             threads=threads,
         )
@@ -195,8 +188,6 @@ class _Search:
     def _place(self, output: FileOutput) -> tuple[str, int] | None:
         """The root-relative path and census position of a file of rg's output, or None when the census
         rejects it (or it is void)."""
-        if not output.path.startswith(b"./"):  # rg prints every path under the "." it searches as "./..."
-            return None
         rel_path = self._root_path(output.path)
         position = self.census.position.get(rel_path)
         if position is None or self.census.kinds[position] != TEXT or output.binary or not output.count:
