@@ -6,9 +6,9 @@ more times (warm), every page of one large search_files and one large search_tex
 repeatedly beside the official filesystem server, then after `idle_s` of silence (an agent thinking) a few more
 calls. Each call is paired, in random order, with its reference run in the same round (the same rg binary the
 server uses, `rg --files`, `head -n`, `wc -l`), so a busy machine slows both sides of a ratio alike; a cold
-call is paired with the reference run just before the server started, on the quiet machine an agent's own rg
-would meet (beside a fresh server, a reference shares the machine with the server's start-up work). A separate
-process samples the memory of the server and its children.
+call is paired with a reference run just before the server started (the second of two), on the quiet machine
+an agent's own rg would meet (beside a fresh server, a reference shares the machine with the server's start-up
+work). A separate process samples the memory of the server and its children.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from mcp.client.stdio import StdioServerParameters
 from bench import floor
 from bench.corpus import pick_read_target
 from bench.procs import PeakRss, fs_server, server_pid, server_rg
-from bench.timing import CheckClock, ms, paired_median
+from bench.timing import CheckClock, checked_ms, ms, paired_median
 
 SERVER = str(Path(sys.executable).with_name("repo-sandbox"))
 BARE = str(Path(__file__).with_name("bare_server.py"))
@@ -125,14 +125,6 @@ def _run(argv: list[str], cwd: Path) -> None:
             pass
 
 
-async def _checked_ms(call: Any, clock: CheckClock) -> tuple[float, float]:
-    """(the call without the client's checking, the client's checking) ms."""
-    clock.take_ms()
-    took = await ms(call)
-    checking = clock.take_ms()
-    return took - checking, checking
-
-
 async def _spawn_ms(command: str, args: list[str], env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
     async with Client(StdioServerParameters(command=command, args=args, env=env), mode="legacy"):
@@ -199,8 +191,13 @@ class Session:
 
     async def _session(self, server: Server) -> RoundResult:
         out = RoundResult()
-        quiet = {step.kind: await self._ref(reference(step, self.rg, "")) for step in STEPS}
-        quiet["read_file 200 lines"] = await self._ref(reference("read", self.rg, self.rel))
+        kinds = [(step.kind, step.tool, step.arguments, reference(step, self.rg, "")) for step in STEPS]
+        read = {"path": self.rel, "offset": 1, "limit": 200}
+        kinds.append(("read_file 200 lines", "read_file", read, reference("read", self.rg, self.rel)))
+        quiet: dict[str, float] = {}
+        for kind, _, _, argv in kinds:  # before the server starts; the second run, as the machine's first is slow
+            await self._ref(argv)
+            quiet[kind] = await self._ref(argv)
         bare = await _spawn_ms(sys.executable, [BARE])
         start = time.perf_counter()
         params = StdioServerParameters(command=server.command[0], args=server.command[1:], env=server.env)
@@ -218,25 +215,17 @@ class Session:
                         error = (result.structured_content or {}).get("error", {}).get("code")
                         out.errors.append(f"{tool} {json.dumps(arguments)}: {error}")
 
-                read = {"path": self.rel, "offset": 1, "limit": 200}
-                for step in STEPS:  # cold: against the reference run before the server started
-                    took, checking = await _checked_ms(lambda s=step: call(s.tool, s.arguments), clock)
-                    out.pairs[(step.kind, "cold")] = (took, quiet[step.kind])
-                    out.checking["cold"] = out.checking.get("cold", 0.0) + checking
-                took, checking = await _checked_ms(lambda: call("read_file", read), clock)
-                out.pairs[("read_file 200 lines", "cold")] = (took, quiet["read_file 200 lines"])
-                out.checking["cold"] += checking
-                for step in STEPS:
-                    *pair, checking = await self._paired(
-                        lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""), clock, WARM_CALLS
+                out.checking["cold"] = out.checking["warm"] = 0.0
+                for kind, tool, arguments, _ in kinds:
+                    took, checking = await checked_ms(lambda t=tool, a=arguments: call(t, a), clock)
+                    out.pairs[(kind, "cold")] = (took, quiet[kind])
+                    out.checking["cold"] += checking
+                for kind, tool, arguments, argv in kinds:
+                    took, ref, checking = await self._paired(
+                        lambda t=tool, a=arguments: call(t, a), argv, clock, WARM_CALLS
                     )
-                    out.pairs[(step.kind, "warm")] = (pair[0], pair[1])
-                    out.checking["warm"] = out.checking.get("warm", 0.0) + checking
-                *pair, checking = await self._paired(
-                    lambda: call("read_file", read), reference("read", self.rg, self.rel), clock, WARM_CALLS
-                )
-                out.pairs[("read_file 200 lines", "warm")] = (pair[0], pair[1])
-                out.checking["warm"] += checking
+                    out.pairs[(kind, "warm")] = (took, ref)
+                    out.checking["warm"] += checking
                 for kind, tool, arguments, argv in (
                     (
                         "search_files *.py, every page",

@@ -39,16 +39,22 @@ async def ms(action: Any) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+async def checked_ms(call: Any, clock: CheckClock) -> tuple[float, float]:
+    """(the call without the client's checking, the client's checking) ms."""
+    clock.take_ms()
+    took = await ms(call)
+    checking = clock.take_ms()
+    return took - checking, checking
+
+
 async def paired(call: Any, reference: Callable[[], Awaitable[float]], clock: CheckClock) -> tuple[float, float, float]:
     """(the call without the client's checking, its reference run, the client's checking) ms; the reference
     runs before or after the call at random, so that a drifting machine load falls on both alike."""
     ref = await reference() if random.random() < 0.5 else None
-    clock.take_ms()
-    took = await ms(call)
-    checking = clock.take_ms()
+    took, checking = await checked_ms(call, clock)
     if ref is None:
         ref = await reference()
-    return took - checking, ref, checking
+    return took, ref, checking
 
 
 async def paired_median(
