@@ -1,6 +1,7 @@
 """A `repo-sandbox` process holds its garbage collector during start-up and, once it serves (and again once the
 tree index is built), freezes what is alive, so that full collections skip the SDK, the server and the index
-(`repo_sandbox.heap`). A program that embeds the server keeps its collector as it set it."""
+(`repo_sandbox.heap`), and switches threads every 0.5 ms (`repo_sandbox.entry`). A program that embeds the server
+keeps its collector and its switch interval as it set them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.types import TextResourceContents
 
 from cache_env import default_client_env
+from repo_sandbox.entry import SWITCH_INTERVAL_S
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
@@ -27,10 +29,14 @@ FROZEN_AT_LEAST = 20_000
 """The SDK and the server alone are about 100,000 tracked objects."""
 
 
-async def _collector(client: Client) -> dict[str, Any]:
+async def _status(client: Client) -> dict[str, Any]:
     content = (await client.read_resource("repo-sandbox://status")).contents[0]
     assert isinstance(content, TextResourceContents)
-    return json.loads(content.text)["garbage_collector"]
+    return json.loads(content.text)
+
+
+async def _collector(client: Client) -> dict[str, Any]:
+    return (await _status(client))["garbage_collector"]
 
 
 async def _settled(client: Client) -> dict[str, Any]:
@@ -54,11 +60,13 @@ async def test_a_stdio_server_freezes_what_it_loaded_and_then_collects(tmp_path:
         assert state["frozen_objects"] >= FROZEN_AT_LEAST, state
         found = await client.call_tool("search_text", {"pattern": "TODO"})
         assert found.is_error is False
-        assert (await _collector(client))["automatic"] is True
+        status = await _status(client)
+        assert status["garbage_collector"]["automatic"] is True
+        assert status["thread_switch_interval_ms"] == SWITCH_INTERVAL_S * 1000 < sys.getswitchinterval() * 1000
 
 
 async def test_an_embedded_server_leaves_the_programs_collector_alone(workspace: Workspace) -> None:
-    frozen, automatic = gc.get_freeze_count(), gc.isenabled()
+    frozen, automatic, switching = gc.get_freeze_count(), gc.isenabled(), sys.getswitchinterval()
     async with Client(build_server(workspace), mode="legacy") as client:
         found = await client.call_tool("search_text", {"pattern": "TODO"})
         assert found.is_error is False
@@ -66,6 +74,8 @@ async def test_an_embedded_server_leaves_the_programs_collector_alone(workspace:
             if workspace.trees.describe()["indexes"]:
                 break
             await anyio.sleep(0.02)
-        state = await _collector(client)
-    assert (gc.get_freeze_count(), gc.isenabled()) == (frozen, automatic)
+        status = await _status(client)
+    state = status["garbage_collector"]
+    assert (gc.get_freeze_count(), gc.isenabled(), sys.getswitchinterval()) == (frozen, automatic, switching)
     assert (state["frozen_objects"], state["automatic"]) == (frozen, automatic)
+    assert status["thread_switch_interval_ms"] == switching * 1000

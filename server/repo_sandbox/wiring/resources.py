@@ -9,6 +9,7 @@ The deny-list itself is not revealed (only that it exists and what it covers by 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +113,7 @@ def status_document(
         "server_tools": stats["server"],
         "audit": _audit(workspace),
         "garbage_collector": heap.describe(),
+        "thread_switch_interval_ms": sys.getswitchinterval() * 1000,
     }
 
 
