@@ -161,26 +161,27 @@ class Census:
                 if memo is not None:
                     censusmemo.adopt(self, memo)
                     return
+            kinds, devices, inodes = self.kinds, self.devices, self.inodes
             for run in walk.runs():
                 if self.stop.is_set():
                     break
                 prefix, walk_prefix, slot = run.prefix, run.walk_prefix, run.first_slot
                 positions = array("i", [-1]) * len(run.names)
+                every_name_shows = is_presentable(prefix + (run.listing or "/".join(run.names)))
                 for offset, name in enumerate(run.names):
                     if glob is not None and not glob.matches(walk_prefix + name):
                         continue
-                    rel = prefix + name
-                    if not is_presentable(rel):
+                    if not every_name_shows and not is_presentable(prefix + name):
                         continue
-                    seen = self._kind(walk, run, name, rel, slot + offset)
+                    seen = self._kind(walk, run, name, slot + offset)
                     if seen is not None:
-                        positions[offset] = len(self.kinds)
-                        self.kinds.append(seen[0])
-                        self.devices.append(seen[1].st_dev)
-                        self.inodes.append(seen[1].st_ino)
+                        positions[offset] = len(kinds)
+                        kinds.append(seen[0])
+                        devices.append(seen[1].st_dev)
+                        inodes.append(seen[1].st_ino)
                 self.position.add(run, positions)
                 if progress is not None:
-                    progress.files = len(self.kinds)
+                    progress.files = len(kinds)
             self.walk_truncated = walk.truncated
             self.rg_ignores_agree = (
                 not walk.saw_rgignore
@@ -191,12 +192,13 @@ class Census:
             if snapshot is not None and self.mark is not None and not self.stop.is_set():
                 censusmemo.keep(self.ws, key, censusmemo.CensusMemo.of(self, snapshot, self.mark))
 
-    def _kind(self, walk: Walk, run: Run, name: str, rel: str, slot: int) -> tuple[int, os.stat_result] | None:
+    def _kind(self, walk: Walk, run: Run, name: str, slot: int) -> tuple[int, os.stat_result] | None:
         """The file's kind and what its stat said, or None when the walk's policy refuses it (not a regular
         file, hard-linked). A file the tree index remembers nothing of is opened straight away (the listing
         said it is a regular file; the open never follows a link, never blocks, and its `fstat` decides)."""
         # A tree index remembers kinds (`tree.facts`); without one, or without a record, the file is sniffed.
-        if run.facts is not None and facts.known(run.facts, slot):
+        remembered = facts.record(run.facts, slot) if run.facts is not None else None
+        if remembered is not None:
             try:
                 info = os.stat(name, dir_fd=run.dir_fd, follow_symlinks=False)
             except OSError:
@@ -205,9 +207,9 @@ class Census:
                 return None
             if info.st_size > self.max_bytes:
                 return TOO_LARGE, info
-            remembered = facts.recall(run.facts, slot, info)
-            if remembered is not None:
-                return remembered[0], info
+            recalled = facts.recall_record(remembered, info)
+            if recalled is not None:
+                return recalled[0], info
         opened = walk.open_at(run.dir_fd, name)
         if opened is None:
             return None

@@ -11,6 +11,7 @@ hitting a cap marks the walk truncated.
 from __future__ import annotations
 
 import errno
+import itertools
 import operator
 import os
 import stat
@@ -224,15 +225,13 @@ def list_directory(
 ) -> Listing | None:
     """List one open directory and apply the policy to its entries; None when it holds more than `budget`
     entries (the walk's entry cap). An unreadable or vanished directory lists as empty."""
-    entries: list[os.DirEntry[str]] = []
     try:
         with os.scandir(dir_fd) as it:
-            for entry in it:
-                if len(entries) >= budget:
-                    return None
-                entries.append(entry)
+            entries = list(itertools.islice(it, max(budget, 0) + 1))
     except OSError:
         entries = []
+    if len(entries) > budget:
+        return None
     if not entries:
         return Listing([], ignores)
     entries.sort(key=_entry_name)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import struct
 import time
-from collections.abc import Sequence
 from typing import Final
 
 from repo_sandbox.fs import watch
@@ -48,28 +47,31 @@ def new_facts(count: int) -> bytearray:
     return bytearray(RECORD_BYTES * count)
 
 
-_INODE: Final = struct.Struct("<Q")
+def record(facts: bytearray, slot: int) -> tuple[int, int, int, int, int, int] | None:
+    """The slot's record (compare it with `recall_record`), or None when nothing is remembered for it."""
+    found = _RECORD.unpack_from(facts, slot * RECORD_BYTES)
+    return None if found[0] == 0 else found
 
 
-def known(facts: bytearray, slot: int) -> bool:
-    """Whether anything is remembered for this slot (a record's inode is never 0)."""
-    return _INODE.unpack_from(facts, slot * RECORD_BYTES)[0] != 0
-
-
-def recall(facts: bytearray, slot: int, info: os.stat_result) -> tuple[int, int] | None:
-    """(kind, lines or UNKNOWN_LINES) remembered for this file at this `identity`, else None (the record's
-    fields compared one by one: no tuple per file)."""
-    ino, size, mtime, ctime, dev, packed = _RECORD.unpack_from(facts, slot * RECORD_BYTES)
+def recall_record(found: tuple[int, int, int, int, int, int], info: os.stat_result) -> tuple[int, int] | None:
+    """(kind, lines or UNKNOWN_LINES) of a `record` when the file's `lstat` still shows its identity, else
+    None (the record's fields compared one by one: no tuple per file)."""
+    ino, size, mtime, ctime, dev, packed = found
     if (
         ino != info.st_ino
         or mtime != info.st_mtime_ns
         or ctime != info.st_ctime_ns
         or size != info.st_size
         or dev != info.st_dev
-        or ino == 0
     ):
         return None
     return packed & 3, (packed >> 2) - 1
+
+
+def recall(facts: bytearray, slot: int, info: os.stat_result) -> tuple[int, int] | None:
+    """(kind, lines or UNKNOWN_LINES) remembered for this file at this `identity`, else None."""
+    found = record(facts, slot)
+    return None if found is None else recall_record(found, info)
 
 
 def remember(
@@ -92,13 +94,16 @@ def remember(
     )
 
 
-def carried(old: bytearray, old_names: Sequence[str], new_names: Sequence[str]) -> bytearray:
-    """The facts of a re-listed directory: each name still there keeps its record (its identity still decides
-    whether the record holds)."""
+def carried(old: bytes | bytearray, old_files: str, new_files: str) -> bytearray:
+    """The facts of a re-listed directory, its files' names joined by '/' before (`old_files`, records `old`)
+    and now: each name still there keeps its record (its identity still decides whether the record holds)."""
+    if old_files == new_files and len(old) == RECORD_BYTES * (new_files.count("/") + 1 if new_files else 0):
+        return bytearray(old)
+    new_names = new_files.split("/") if new_files else []
     facts = new_facts(len(new_names))
-    if not old_names or not any(old):
+    if not old_files or not any(old):
         return facts
-    where = {name: slot for slot, name in enumerate(old_names)}
+    where = {name: slot for slot, name in enumerate(old_files.split("/"))}
     for slot, name in enumerate(new_names):
         previous = where.get(name)
         if previous is not None:

@@ -75,10 +75,11 @@ class Node:
         ignores = listing.ignores
         if previous is not None and previous.inherited is inherited and previous.ignore_lines == ignore_lines:
             ignores = previous.ignores
+        files = "/".join(names)
         if previous is not None:
-            facts = file_facts.carried(previous.facts, previous.names(), names)
+            facts = file_facts.carried(previous.facts, previous.files, files)
         elif seed is not None:
-            facts = file_facts.carried(bytearray(seed[1]), seed[0].split("/") if seed[0] else [], names)
+            facts = file_facts.carried(seed[1], seed[0], files)
         else:
             facts = file_facts.new_facts(len(names))
         stamps = tuple(listing.ignore_stamps)
@@ -88,7 +89,7 @@ class Node:
             ident=ident,
             stamp=stamp,
             settled=listed_ns - max(stamp) > RACY_NS,
-            files="/".join(names),
+            files=files,
             file_count=len(names),
             dirs=tuple(dirs),
             inherited=inherited,
