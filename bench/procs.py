@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Self
 
-from bench.procstat import children_of
+from bench.procstat import READY, children_of
 from repo_sandbox.engine import ripgrep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,8 +70,13 @@ class PeakRss:
         self._sampler: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Self:
+        """Returns once the sampler has taken its first sample: its own start-up (a Python process) would
+        otherwise share the machine with the first calls timed (a fresh server's cold calls)."""
         command = [sys.executable, "-m", "bench.procstat", str(self.pid), str(self.interval_s)]
         self._sampler = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
+        assert self._sampler.stdout is not None
+        ready = self._sampler.stdout.readline().decode().strip()
+        assert ready == READY, f"bench: the memory sampler did not start ({ready!r})"
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -100,14 +100,19 @@ def tree_rss_kib(pid: int) -> int:
     return total
 
 
+READY = "sampling"
+"""The line the sampler prints once its first sample is taken (its own start-up is then over)."""
+
+
 def peak_until_stdin_closes(pid: int, interval_s: float) -> int:
-    """The largest `tree_rss_kib(pid)` sampled every `interval_s` until stdin closes (or says anything)."""
-    peak = 0
-    while True:
+    """The largest `tree_rss_kib(pid)` sampled every `interval_s` until stdin closes (or says anything);
+    prints `READY` after the first sample."""
+    peak = tree_rss_kib(pid)
+    print(READY, flush=True)
+    while not select.select([sys.stdin], [], [], interval_s)[0]:
         peak = max(peak, tree_rss_kib(pid))
-        if select.select([sys.stdin], [], [], interval_s)[0]:
-            return peak
+    return max(peak, tree_rss_kib(pid))
 
 
-if __name__ == "__main__":  # python -m bench.procstat PID INTERVAL_S: the peak in KiB, once stdin closes
+if __name__ == "__main__":  # python -m bench.procstat PID INTERVAL_S: READY, then the peak in KiB once stdin closes
     print(peak_until_stdin_closes(int(sys.argv[1]), float(sys.argv[2])), flush=True)

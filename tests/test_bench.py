@@ -93,6 +93,23 @@ def test_the_peak_memory_sampler_counts_every_child_of_the_server() -> None:
     assert peak.peak_mib >= 96, peak.peak_mib
 
 
+def test_the_memory_sampler_has_sampled_before_the_timed_calls_begin() -> None:
+    """`PeakRss` returns only once its sampler took a first sample: the sampler's own start-up (a Python
+    process) then never overlaps a fresh server's first, timed calls. A process killed right after entering
+    was still sampled."""
+    from bench.procs import PeakRss
+
+    hold = "import sys, time; block = bytearray(64 * 1024 * 1024); block[::4096] = b'x' * len(block[::4096]); "
+    hold += "print('ready', flush=True); time.sleep(30)"
+    with subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE) as process:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"ready\n"
+        with PeakRss(process.pid, interval_s=0.02) as peak:
+            process.kill()
+            process.wait(timeout=30)
+    assert peak.peak_mib >= 64, peak.peak_mib
+
+
 def test_a_child_forked_but_not_yet_execd_is_not_counted_again() -> None:
     """Such a child reports its parent's memory as its own (vfork shares it; fork shares it copy-on-write):
     every spawn of the server passes through that instant, and counting it doubled a round's peak."""
