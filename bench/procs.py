@@ -61,23 +61,32 @@ def server_pid(marker: str) -> int | None:
 
 class PeakRss:
     """The peak resident memory of a process tree, sampled every `interval_s` by a separate process
-    (`bench.procstat`): a sampling thread here would take the GIL from the client that times the calls."""
+    (`bench.procstat`): a sampling thread here would take the GIL from the client that times the calls.
+    The sampler starts on entering, before the process it samples exists (its own start-up, a Python
+    process, must not share the machine with the first calls timed); `watch` gives it the process."""
 
-    def __init__(self, pid: int, interval_s: float = 0.05) -> None:
-        self.pid = pid
+    def __init__(self, interval_s: float = 0.05) -> None:
         self.interval_s = interval_s
         self.peak_kib = 0
         self._sampler: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Self:
-        """Returns once the sampler has taken its first sample: its own start-up (a Python process) would
-        otherwise share the machine with the first calls timed (a fresh server's cold calls)."""
-        command = [sys.executable, "-m", "bench.procstat", str(self.pid), str(self.interval_s)]
+        command = [sys.executable, "-m", "bench.procstat", str(self.interval_s)]
         self._sampler = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
-        assert self._sampler.stdout is not None
-        ready = self._sampler.stdout.readline().decode().strip()
-        assert ready == READY, f"bench: the memory sampler did not start ({ready!r})"
+        self._ready()
         return self
+
+    def _ready(self) -> None:
+        assert self._sampler is not None and self._sampler.stdout is not None
+        line = self._sampler.stdout.readline().decode().strip()
+        assert line == READY, f"bench: the memory sampler is not running ({line!r})"
+
+    def watch(self, pid: int) -> None:
+        """Sample `pid` and its descendants from now on; returns once the first sample is taken."""
+        assert self._sampler is not None and self._sampler.stdin is not None
+        self._sampler.stdin.write(f"{pid}\n".encode())
+        self._sampler.stdin.flush()
+        self._ready()
 
     def __exit__(self, *_: object) -> None:
         assert self._sampler is not None

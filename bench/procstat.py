@@ -100,13 +100,19 @@ def tree_rss_kib(pid: int) -> int:
     return total
 
 
-READY = "sampling"
-"""The line the sampler prints once its first sample is taken (its own start-up is then over)."""
+READY = "ready"
+"""The line the sampler prints once it runs (its own start-up is then over), and again once it has taken the
+first sample of the process it was given."""
 
 
-def peak_until_stdin_closes(pid: int, interval_s: float) -> int:
-    """The largest `tree_rss_kib(pid)` sampled every `interval_s` until stdin closes (or says anything);
-    prints `READY` after the first sample."""
+def peak_of_given_pid(interval_s: float) -> int:
+    """Print `READY`, read a PID from stdin, sample it at once (then print `READY` again) and every
+    `interval_s` until stdin closes (or says anything more); the largest `tree_rss_kib` seen."""
+    print(READY, flush=True)
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    pid = int(line)
     peak = tree_rss_kib(pid)
     print(READY, flush=True)
     while not select.select([sys.stdin], [], [], interval_s)[0]:
@@ -114,5 +120,5 @@ def peak_until_stdin_closes(pid: int, interval_s: float) -> int:
     return max(peak, tree_rss_kib(pid))
 
 
-if __name__ == "__main__":  # python -m bench.procstat PID INTERVAL_S: READY, then the peak in KiB once stdin closes
-    print(peak_until_stdin_closes(int(sys.argv[1]), float(sys.argv[2])), flush=True)
+if __name__ == "__main__":  # python -m bench.procstat INTERVAL_S, then a PID on stdin: the peak in KiB at the end
+    print(peak_of_given_pid(float(sys.argv[1])), flush=True)

@@ -190,6 +190,12 @@ class Session:
         return {server.name: await self._session(server) for server in order}
 
     async def _session(self, server: Server) -> RoundResult:
+        with PeakRss() as peak:  # its own start-up is over before the quiet references run
+            out = await self._timed_session(server, peak)
+        out.peak_mib = peak.peak_mib
+        return out
+
+    async def _timed_session(self, server: Server, peak: PeakRss) -> RoundResult:
         out = RoundResult()
         kinds = [(step.kind, step.tool, step.arguments, reference(step, self.rg, "")) for step in STEPS]
         read = {"path": self.rel, "offset": 1, "limit": 200}
@@ -207,66 +213,63 @@ class Session:
             clock = CheckClock(client)
             pid = server_pid("--root")
             assert pid is not None, "bench: the server process was not found"
-            with PeakRss(pid) as peak:
+            peak.watch(pid)
 
-                async def call(tool: str, arguments: dict[str, Any]) -> None:
-                    result = await client.call_tool(tool, arguments)
-                    if result.is_error:
-                        error = (result.structured_content or {}).get("error", {}).get("code")
-                        out.errors.append(f"{tool} {json.dumps(arguments)}: {error}")
+            async def call(tool: str, arguments: dict[str, Any]) -> None:
+                result = await client.call_tool(tool, arguments)
+                if result.is_error:
+                    error = (result.structured_content or {}).get("error", {}).get("code")
+                    out.errors.append(f"{tool} {json.dumps(arguments)}: {error}")
 
-                out.checking["cold"] = out.checking["warm"] = 0.0
-                for kind, tool, arguments, _ in kinds:
-                    took, checking = await checked_ms(lambda t=tool, a=arguments: call(t, a), clock)
-                    out.pairs[(kind, "cold")] = (took, quiet[kind])
-                    out.checking["cold"] += checking
-                for kind, tool, arguments, argv in kinds:
-                    took, ref, checking = await self._paired(
-                        lambda t=tool, a=arguments: call(t, a), argv, clock, WARM_CALLS
-                    )
-                    out.pairs[(kind, "warm")] = (took, ref)
-                    out.checking["warm"] += checking
-                for kind, tool, arguments, argv in (
-                    (
-                        "search_files *.py, every page",
-                        "search_files",
-                        STEPS[7].arguments,
-                        reference(STEPS[7], self.rg, ""),
-                    ),
-                    (
-                        "search_text class \\w+Error\\(, every page",
-                        "search_text",
-                        PAGED_TEXT,
-                        [self.rg, "-n", "--sort", "path", "--", PAGED_TEXT["pattern"], "."],
-                    ),
-                ):
-                    ours, pages, validating = await self._pages(client, tool, arguments, out.errors, clock)
-                    out.paging[kind] = (ours, await self._ref(argv), pages, validating)
-                ours_reads = [await ms(lambda: call("read_file", read)) for _ in range(READS)]  # checked, as theirs
-                out.read_p50 = (statistics.median(ours_reads), await self._fs_read_p50())
-                out.sdk_floor = await floor.measure(
-                    self.corpus,
-                    self.rg,
-                    read_rel=self.rel,
-                    reads=READS,
-                    files_glob=STEPS[7].arguments["pattern"],
-                    files_reference=reference(STEPS[7], self.rg, ""),
-                    searches=[
-                        (s.kind, s.arguments, reference(s, self.rg, "")) for s in STEPS if s.tool == "search_text"
-                    ],
-                    reference=self._ref,
-                    warm_calls=WARM_CALLS,
+            out.checking["cold"] = out.checking["warm"] = 0.0
+            for kind, tool, arguments, _ in kinds:
+                took, checking = await checked_ms(lambda t=tool, a=arguments: call(t, a), clock)
+                out.pairs[(kind, "cold")] = (took, quiet[kind])
+                out.checking["cold"] += checking
+            for kind, tool, arguments, argv in kinds:
+                took, ref, checking = await self._paired(
+                    lambda t=tool, a=arguments: call(t, a), argv, clock, WARM_CALLS
                 )
-                await anyio.sleep(self.idle_s)
-                for step in AFTER_IDLE:
-                    *pair, checking = await self._paired(
-                        lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""), clock
-                    )
-                    out.pairs[(step.kind, "idle")] = (pair[0], pair[1])
-                    out.checking["idle"] = out.checking.get("idle", 0.0) + checking
-                status = await client.read_resource("repo-sandbox://status")
-                search = json.loads(getattr(status.contents[0], "text", "{}")).get("search", {})
-                out.index = {key: search.get(key) for key in ("census", "rg_output")}
-                out.rg = search.get("ripgrep") or {}
-            out.peak_mib = peak.peak_mib
+                out.pairs[(kind, "warm")] = (took, ref)
+                out.checking["warm"] += checking
+            for kind, tool, arguments, argv in (
+                (
+                    "search_files *.py, every page",
+                    "search_files",
+                    STEPS[7].arguments,
+                    reference(STEPS[7], self.rg, ""),
+                ),
+                (
+                    "search_text class \\w+Error\\(, every page",
+                    "search_text",
+                    PAGED_TEXT,
+                    [self.rg, "-n", "--sort", "path", "--", PAGED_TEXT["pattern"], "."],
+                ),
+            ):
+                ours, pages, validating = await self._pages(client, tool, arguments, out.errors, clock)
+                out.paging[kind] = (ours, await self._ref(argv), pages, validating)
+            ours_reads = [await ms(lambda: call("read_file", read)) for _ in range(READS)]  # checked, as theirs
+            out.read_p50 = (statistics.median(ours_reads), await self._fs_read_p50())
+            out.sdk_floor = await floor.measure(
+                self.corpus,
+                self.rg,
+                read_rel=self.rel,
+                reads=READS,
+                files_glob=STEPS[7].arguments["pattern"],
+                files_reference=reference(STEPS[7], self.rg, ""),
+                searches=[(s.kind, s.arguments, reference(s, self.rg, "")) for s in STEPS if s.tool == "search_text"],
+                reference=self._ref,
+                warm_calls=WARM_CALLS,
+            )
+            await anyio.sleep(self.idle_s)
+            for step in AFTER_IDLE:
+                *pair, checking = await self._paired(
+                    lambda s=step: call(s.tool, s.arguments), reference(step, self.rg, ""), clock
+                )
+                out.pairs[(step.kind, "idle")] = (pair[0], pair[1])
+                out.checking["idle"] = out.checking.get("idle", 0.0) + checking
+            status = await client.read_resource("repo-sandbox://status")
+            search = json.loads(getattr(status.contents[0], "text", "{}")).get("search", {})
+            out.index = {key: search.get(key) for key in ("census", "rg_output")}
+            out.rg = search.get("ripgrep") or {}
         return out

@@ -85,28 +85,29 @@ def test_the_peak_memory_sampler_counts_every_child_of_the_server() -> None:
         "import time; block = bytearray(96 * 1024 * 1024); block[::4096] = b'x' * len(block[::4096]); time.sleep(3)"
     )
     parent = "import subprocess, sys; subprocess.run([sys.executable, '-c', sys.argv[1]])"
-    with (
-        subprocess.Popen([sys.executable, "-c", parent, allocate]) as process,
-        PeakRss(process.pid, interval_s=0.02) as peak,
-    ):
+    with PeakRss(interval_s=0.02) as peak, subprocess.Popen([sys.executable, "-c", parent, allocate]) as process:
+        peak.watch(process.pid)
         process.wait(timeout=30)
     assert peak.peak_mib >= 96, peak.peak_mib
 
 
-def test_the_memory_sampler_has_sampled_before_the_timed_calls_begin() -> None:
-    """`PeakRss` returns only once its sampler took a first sample: the sampler's own start-up (a Python
-    process) then never overlaps a fresh server's first, timed calls. A process killed right after entering
-    was still sampled."""
+def test_the_memory_sampler_is_running_before_the_server_starts_and_samples_it_at_once() -> None:
+    """`PeakRss` starts its sampler (a Python process) before the process it samples exists, so that the
+    sampler's start-up never shares the machine with a fresh server's first, timed calls; `watch` returns
+    once the first sample is taken: a process killed right after it was still sampled."""
     from bench.procs import PeakRss
 
     hold = "import sys, time; block = bytearray(64 * 1024 * 1024); block[::4096] = b'x' * len(block[::4096]); "
     hold += "print('ready', flush=True); time.sleep(30)"
-    with subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE) as process:
+    with (
+        PeakRss(interval_s=0.02) as peak,
+        subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE) as process,
+    ):
         assert process.stdout is not None
         assert process.stdout.readline() == b"ready\n"
-        with PeakRss(process.pid, interval_s=0.02) as peak:
-            process.kill()
-            process.wait(timeout=30)
+        peak.watch(process.pid)
+        process.kill()
+        process.wait(timeout=30)
     assert peak.peak_mib >= 64, peak.peak_mib
 
 
