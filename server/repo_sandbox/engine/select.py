@@ -36,11 +36,8 @@ def prepare(ws: Workspace) -> None:
         return
     from repo_sandbox.engine import rgsearch, rgstate  # noqa: F401
 
-    # The launcher first: a search that comes while the index is being built needs it at once (rg starts
-    # before the census waits for the index). Closing the workspace waits for this preparation before it
-    # closes the launchers (`wiring.preparation`).
-    rgstate.launcher_for(ws, rg)
-    ws.trees.snapshot(options)
+    if ws.trees.snapshot(options) is not None:  # None: the workspace closed meanwhile (or keeps no index)
+        rgstate.launcher_for(ws, rg)
 
 
 def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:

@@ -97,7 +97,7 @@ def remember(
 def carried(old: bytes | bytearray, old_files: str, new_files: str) -> bytearray:
     """The facts of a re-listed directory, its files' names joined by '/' before (`old_files`, records `old`)
     and now: each name still there keeps its record (its identity still decides whether the record holds)."""
-    if old_files == new_files and len(old) == RECORD_BYTES * (new_files.count("/") + 1 if new_files else 0):
+    if old_files == new_files:
         return bytearray(old)
     new_names = new_files.split("/") if new_files else []
     facts = new_facts(len(new_names))
