@@ -4,7 +4,7 @@ Each round spawns a fresh server and makes the same scripted session through the
 initialize and tools/list (as every client does first), every call kind once on the fresh server (cold), five
 more times (warm), every page of one large search_files and one large search_text, read_file 200 lines
 repeatedly beside the official filesystem server, then after `idle_s` of silence (an agent thinking) a few more
-calls. Each call is paired, in random order, with its reference run in the same round (the same rg binary the
+calls. A second fresh server then gets its first search `PACE_S` after tools/list, as at an agent's pace. Each call is paired, in random order, with its reference run in the same round (the same rg binary the
 server uses, `rg --files`, `head -n`, `wc -l`), so a busy machine slows both sides of a ratio alike; a cold
 call is paired with a reference run just before the server started (the second of two), on the quiet machine
 an agent's own rg would meet (beside a fresh server, a reference shares the machine with the server's start-up
@@ -45,6 +45,8 @@ READS = 30
 """read_file calls per round for the p50 (ours and the filesystem server's alike)."""
 WARM_CALLS = 5
 """Warm calls of each kind per round, each paired with its reference: a round's warm row is their median."""
+PACE_S = 3.0
+"""The pause before the first call of a second fresh server each round: a model's first turn, at least."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,8 @@ class RoundResult:
     """(ours, filesystem server) read_file 200 lines p50 ms."""
     sdk_floor: floor.Floor = field(default_factory=floor.Floor)
     """The same calls through a bare MCPServer: the Python SDK's own floor."""
+    paced: tuple[float, float] = (0.0, 0.0)
+    """(ours, reference) ms: the first search_text of another fresh server, made `PACE_S` after tools/list."""
     peak_mib: float = 0.0
     errors: list[str] = field(default_factory=list[str])
     """Calls answered with an error (a timeout on a busy machine, say): the kind and the error code."""
@@ -193,7 +197,27 @@ class Session:
         with PeakRss() as peak:  # its own start-up is over before the quiet references run
             out = await self._timed_session(server, peak)
         out.peak_mib = peak.peak_mib
+        out.paced = await self._paced_first(server, out.errors)
         return out
+
+    async def _paced_first(self, server: Server, errors: list[str]) -> tuple[float, float]:
+        """(ours without the client's checking, reference) ms for the first search_text of a fresh server made
+        `PACE_S` after tools/list, as an agent's first search comes after its model's first turn."""
+        step = STEPS[0]
+        argv = reference(step, self.rg, "")
+        await self._ref(argv)
+        quiet = await self._ref(argv)
+        params = StdioServerParameters(command=server.command[0], args=server.command[1:], env=server.env)
+        async with Client(params, mode="legacy") as client:
+            await client.list_tools()
+            await anyio.sleep(PACE_S)
+
+            async def call() -> None:
+                if (await client.call_tool(step.tool, step.arguments)).is_error:
+                    errors.append(f"{step.tool} {json.dumps(step.arguments)} after the pause")
+
+            took, _ = await checked_ms(call, CheckClock(client))
+        return took, quiet
 
     async def _timed_session(self, server: Server, peak: PeakRss) -> RoundResult:
         out = RoundResult()

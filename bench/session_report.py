@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 
 from bench import floor
-from bench.session import STEPS, RoundResult, Server, Session
+from bench.session import PACE_S, STEPS, RoundResult, Server, Session
 
 
 def _cell(pairs: list[tuple[float, float]]) -> str:
@@ -84,6 +84,13 @@ def render(rounds: list[RoundResult], corpus: Path, note: str, fs_note: str) -> 
         f"peak RSS, server and children: {statistics.median(r.peak_mib for r in rounds):.1f} MiB "
         f"(max {max(r.peak_mib for r in rounds):.1f})"
     )
+    paced = [r.paced for r in rounds if r.paced[1] > 0]
+    if paced:
+        lines.append(
+            f"{STEPS[0].kind}, first call of another fresh server {PACE_S:.0f} s after tools/list (as after a model's "
+            f"first turn): {statistics.median(p[0] for p in paced):.1f} ms "
+            f"{statistics.median(p[0] / p[1] for p in paced):.2f}x"
+        )
     first = rounds[0].pairs
     never = [
         f"{kind} {first[(kind, 'cold')][0]:.1f} ms {first[(kind, 'cold')][0] / first[(kind, 'cold')][1]:.2f}x"
@@ -122,6 +129,12 @@ def render_variant(name: str, rounds: list[RoundResult], base: list[RoundResult]
             for r, b in zip(rounds, base, strict=True)
         ]
         lines.append(f"  {kind:<40} {statistics.median(ratios):.2f}x")
+    paced = [
+        (r.paced[0] / r.paced[1]) / (b.paced[0] / b.paced[1])
+        for r, b in zip(rounds, base, strict=True)
+        if r.paced[1] > 0 and b.paced[0] > 0 and b.paced[1] > 0
+    ]
+    lines.append(f"  {'first search_text after the pause':<40} {statistics.median(paced) if paced else 0:.2f}x")
     peak, base_peak = statistics.median(r.peak_mib for r in rounds), statistics.median(b.peak_mib for b in base)
     lines.append(f"  peak RSS {peak:.0f} MiB (first: {base_peak:.0f} MiB); errors {sum(len(r.errors) for r in rounds)}")
     return "\n".join(lines)

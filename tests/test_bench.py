@@ -75,6 +75,8 @@ def test_bench_session_quick_runs_the_whole_session_on_a_tiny_tree(tmp_path: Pat
     assert "search_text warm, rg run then its first matches returned: rare literal" in table
     assert "read_file's 200 lines (`head`): p50" in table
     assert "each one's output read" in table  # references write into a pipe that is read, not /dev/null
+    assert "first call of another fresh server 3 s after tools/list" in table  # a search at an agent's pace
+    assert "first search_text after the pause" in table
 
 
 def test_the_peak_memory_sampler_counts_every_child_of_the_server() -> None:

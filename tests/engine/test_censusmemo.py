@@ -10,6 +10,8 @@ from __future__ import annotations
 import mmap
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,9 @@ from typing import Any
 import pytest
 
 from repo_sandbox.config.loader import load_settings
-from repo_sandbox.engine import censusmemo, rgstate
+from repo_sandbox.engine import census, censusmemo, rgstate
+from repo_sandbox.engine.census import Census
+from repo_sandbox.fs.walk import Walk
 from repo_sandbox.tools.search_text import SearchTextArgs, search_text
 from repo_sandbox.workspace import Workspace
 
@@ -179,7 +183,7 @@ def test_without_watches_there_is_no_memo(tmp_path: Path) -> None:
     try:
         for _ in range(3):
             search_text(ws, SearchTextArgs(pattern="MARKER"))
-        assert rgstate.counts(ws)["census"] == {"taken": 3, "from_memo": 0}
+        assert rgstate.counts(ws)["census"] == {"taken": 3, "from_memo": 0, "taken_ahead": 0}
     finally:
         ws.close()
 
@@ -212,3 +216,78 @@ def test_a_census_of_files_the_index_knows_nothing_of_opens_them_without_a_stat_
         assert again.model_dump() == first.model_dump()
     finally:
         ws.close()
+
+
+def _index(ws: Workspace) -> None:
+    ws.trees.snapshot(ws.walk_options(include_hidden=None, include_ignored=False))
+
+
+def test_the_census_taken_ahead_answers_the_first_search_of_the_tree(memo_ws: tuple[Path, Workspace]) -> None:
+    root, ws = memo_ws
+    _index(ws)
+    assert census.take_ahead(ws, threading.Event())
+    reference = _workspace(root, "python")
+    try:
+        args = SearchTextArgs(pattern="MARKER")
+        assert search_text(ws, args) == search_text(reference, args)
+        assert rgstate.counts(ws)["census"] == {"taken": 1, "from_memo": 1, "taken_ahead": 0}
+        assert not census.take_ahead(ws, threading.Event())  # a memo is there already: nothing new to keep
+    finally:
+        reference.close()
+
+
+AHEAD_CHANGES = CHANGES[:2] + CHANGES[4:5]
+
+
+@pytest.mark.parametrize(("change", "apply"), AHEAD_CHANGES, ids=[c[0] for c in AHEAD_CHANGES])
+def test_a_change_after_the_census_taken_ahead_is_never_answered_from_it(
+    memo_ws: tuple[Path, Workspace], change: str, apply: Change
+) -> None:
+    root, ws = memo_ws
+    _index(ws)
+    assert census.take_ahead(ws, threading.Event())
+    apply(root)
+    reference = _workspace(root, "python")
+    try:
+        args = SearchTextArgs(pattern="MARKER")
+        assert search_text(ws, args) == search_text(reference, args), change
+        assert _from_memo(ws) == 0, f"{change}: the census came from a stale memo"
+    finally:
+        reference.close()
+
+
+def test_a_search_waits_for_the_census_being_taken_ahead_then_recalls_it(
+    memo_ws: tuple[Path, Workspace], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two censuses of the same files do not run side by side: the search's waits for its turn, then finds
+    the memo the one taken ahead kept, instead of stating every file again."""
+    _, ws = memo_ws
+    _index(ws)
+    real_count = Census._count
+    counting = threading.Event()
+
+    def slow_count(self: Census, walk: Walk) -> None:
+        counting.set()
+        time.sleep(0.3)
+        real_count(self, walk)
+
+    monkeypatch.setattr(Census, "_count", slow_count)
+    ahead = threading.Thread(target=census.take_ahead, args=(ws, threading.Event()))
+    ahead.start()
+    try:
+        assert counting.wait(10)
+        monkeypatch.setattr(Census, "_count", real_count)
+        search_text(ws, SearchTextArgs(pattern="MARKER"))
+    finally:
+        ahead.join()
+    assert rgstate.counts(ws)["census"] == {"taken": 1, "from_memo": 1, "taken_ahead": 0}
+
+
+def test_a_census_taken_ahead_that_was_stopped_keeps_no_memo(memo_ws: tuple[Path, Workspace]) -> None:
+    _, ws = memo_ws
+    _index(ws)
+    stop = threading.Event()
+    stop.set()
+    assert not census.take_ahead(ws, stop)
+    search_text(ws, SearchTextArgs(pattern="MARKER"))
+    assert _from_memo(ws) == 0

@@ -353,7 +353,8 @@ def test_a_search_while_the_tree_index_is_built_starts_rg_at_once_and_reads_what
         assert [m.path for m in again.matches] == ["a.txt", "b.txt"]
         assert started_rg.argvs and all("--threads" not in argv for argv in started_rg.argvs)  # rg's own choice again
         counts = rgstate.counts(ws)
-        assert counts["census"] == {"taken": 2, "from_memo": 1}  # the first census kept a memo all the same
+        # the first census kept a memo all the same
+        assert counts["census"] == {"taken": 2, "from_memo": 1, "taken_ahead": 0}
         assert counts["rg_output"] == {"files_unread": 2, "files_read_again": 2}  # and rg is believed again
     finally:
         release.set()

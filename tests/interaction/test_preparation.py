@@ -3,11 +3,14 @@ started, the tree index built), before the client even lists the tools; never be
 
 from __future__ import annotations
 
+import threading
+
 import anyio
 import pytest
 from mcp import Client
 
 from repo_sandbox.engine import rgstate, select
+from repo_sandbox.tree import node
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
 
@@ -35,9 +38,9 @@ async def test_a_listing_after_initialize_prepares_once(workspace: Workspace, mo
     prepared: list[Workspace] = []
     real_prepare = select.prepare
 
-    def counting(ws: Workspace) -> None:
+    def counting(ws: Workspace, stop: threading.Event) -> None:
         prepared.append(ws)
-        real_prepare(ws)
+        real_prepare(ws, stop)
 
     monkeypatch.setattr(select, "prepare", counting)
     async with Client(build_server(workspace), mode="legacy") as client:
@@ -46,3 +49,19 @@ async def test_a_listing_after_initialize_prepares_once(workspace: Workspace, mo
         found = await client.call_tool("search_text", {"pattern": "TODO"})
         assert found.is_error is False
     assert prepared == [workspace]
+
+
+async def test_the_first_search_finds_the_census_the_preparation_took_ahead(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(node, "RACY_NS", -1)  # the tree was written just now: trust its listings at once
+    async with Client(build_server(workspace), mode="legacy") as client:
+        for _ in range(500):  # 10 s at most
+            if rgstate.counts(workspace)["census"]["taken_ahead"]:
+                break
+            await anyio.sleep(0.02)
+        assert rgstate.counts(workspace)["census"]["taken_ahead"] == 1, "the preparation took no census ahead"
+        found = await client.call_tool("search_text", {"pattern": "TODO"})
+        assert found.is_error is False
+        assert found.structured_content is not None and found.structured_content["total_matches"] >= 1
+    assert rgstate.counts(workspace)["census"] == {"taken": 1, "from_memo": 1, "taken_ahead": 1}

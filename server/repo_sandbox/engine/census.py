@@ -147,50 +147,59 @@ class Census:
 
     def _walk(self) -> None:
         request = self.request
-        progress = request.progress
-        glob = self.glob
         if self.mark is None and self.late_mark is not None:
             self.mark = self.late_mark()
         with self.ws.walk(
             request.path, include_hidden=request.include_hidden, include_ignored=request.include_ignored
         ) as walk:
             snapshot = indexed_snapshot(walk) if self.mark is not None else None
+            if snapshot is None or self.mark is None:
+                self._count(walk)
+                return
             key = (walk.start_rel, request.glob, request.include_hidden, request.include_ignored)
-            if snapshot is not None and self.mark is not None and self.recall_memo:
-                memo = censusmemo.recall(self.ws, key, snapshot, self.mark)
+            with censusmemo.turn(self.ws, self.stop) as mine:
+                if not mine:
+                    return
+                memo = censusmemo.recall(self.ws, key, snapshot, self.mark) if self.recall_memo else None
                 if memo is not None:
                     censusmemo.adopt(self, memo)
                     return
-            kinds, devices, inodes = self.kinds, self.devices, self.inodes
-            for run in walk.runs():
-                if self.stop.is_set():
-                    break
-                prefix, walk_prefix, slot = run.prefix, run.walk_prefix, run.first_slot
-                positions = array("i", [-1]) * len(run.names)
-                every_name_shows = is_presentable(prefix + (run.listing or "/".join(run.names)))
-                for offset, name in enumerate(run.names):
-                    if glob is not None and not glob.matches(walk_prefix + name):
-                        continue
-                    if not every_name_shows and not is_presentable(prefix + name):
-                        continue
-                    seen = self._kind(walk, run, name, slot + offset)
-                    if seen is not None:
-                        positions[offset] = len(kinds)
-                        kinds.append(seen[0])
-                        devices.append(seen[1].st_dev)
-                        inodes.append(seen[1].st_ino)
-                self.position.add(run, positions)
-                if progress is not None:
-                    progress.files = len(kinds)
-            self.walk_truncated = walk.truncated
-            self.rg_ignores_agree = (
-                not walk.saw_rgignore
-                and not walk.saw_ancestor_ignores
-                and UNREAD_IGNORE_FILE not in walk.ignore_lines
-                and all(simple_rule(line) for line in walk.ignore_lines)
-            )
-            if snapshot is not None and self.mark is not None and not self.stop.is_set():
-                censusmemo.keep(self.ws, key, censusmemo.CensusMemo.of(self, snapshot, self.mark))
+                self._count(walk)
+                if not self.stop.is_set():
+                    censusmemo.keep(self.ws, key, censusmemo.CensusMemo.of(self, snapshot, self.mark))
+
+    def _count(self, walk: Walk) -> None:
+        """Look at every file the walk lists (each one's kind, identity and position)."""
+        progress = self.request.progress
+        glob = self.glob
+        kinds, devices, inodes = self.kinds, self.devices, self.inodes
+        for run in walk.runs():
+            if self.stop.is_set():
+                break
+            prefix, walk_prefix, slot = run.prefix, run.walk_prefix, run.first_slot
+            positions = array("i", [-1]) * len(run.names)
+            every_name_shows = is_presentable(prefix + (run.listing or "/".join(run.names)))
+            for offset, name in enumerate(run.names):
+                if glob is not None and not glob.matches(walk_prefix + name):
+                    continue
+                if not every_name_shows and not is_presentable(prefix + name):
+                    continue
+                seen = self._kind(walk, run, name, slot + offset)
+                if seen is not None:
+                    positions[offset] = len(kinds)
+                    kinds.append(seen[0])
+                    devices.append(seen[1].st_dev)
+                    inodes.append(seen[1].st_ino)
+            self.position.add(run, positions)
+            if progress is not None:
+                progress.files = len(kinds)
+        self.walk_truncated = walk.truncated
+        self.rg_ignores_agree = (
+            not walk.saw_rgignore
+            and not walk.saw_ancestor_ignores
+            and UNREAD_IGNORE_FILE not in walk.ignore_lines
+            and all(simple_rule(line) for line in walk.ignore_lines)
+        )
 
     def _kind(self, walk: Walk, run: Run, name: str, slot: int) -> tuple[int, os.stat_result] | None:
         """The file's kind and what its stat said, or None when the walk's policy refuses it (not a regular
@@ -242,3 +251,16 @@ class Census:
 
     def progress(self) -> int:
         return len(self.kinds)
+
+
+def take_ahead(ws: Workspace, stop: threading.Event) -> bool:
+    """Take the census of a search of the whole tree with the default options, and keep its memo: the first
+    such search then recalls it (or waits for its turn, then recalls it) instead of stating every file.
+    Whether a memo was kept (none without watches, when `stop` was set, or after an error)."""
+    options = ws.walk_options(include_hidden=None, include_ignored=False)
+    census = Census(ws, SearchRequest(pattern=""), None, stop=stop)
+    census.mark = ws.trees.watch_mark(options)
+    if census.mark is None:
+        return False
+    census.run()
+    return census.error is None and not stop.is_set() and not census.from_memo

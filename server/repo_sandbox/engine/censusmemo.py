@@ -19,6 +19,10 @@ often longer than 10 s), after which a census stats every file again.
 
 Where no watch covers the whole tree (no inotify, a network file system, a mount inside the root, a queue
 that overflowed), there is no mark and every census stats every file.
+
+The censuses of one workspace that may keep a memo take turns (`turn`): one that waited for another of the
+same files (the one the preparation takes ahead of the first search, say) finds its memo instead of stating
+every file again, and two at once would have shared the one core Python has anyway.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import threading
 import time
 import weakref
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -41,6 +47,8 @@ MAX_AGE_S: Final = 60.0
 """How long a memo may stand in for a census (bounds what the blind spots above can leave stale)."""
 MAX_MEMOS: Final = 4
 """Memos kept per workspace (one per start directory, glob and option set searched lately)."""
+TURN_POLL_S: Final = 0.05
+"""How often a census waiting for its turn looks whether its search has ended."""
 
 MemoKey = tuple[str, str | None, bool | None, bool]
 """(start directory relative to the root, glob, include_hidden, include_ignored)."""
@@ -79,7 +87,26 @@ def adopt(census: Census, memo: CensusMemo) -> None:
 
 
 _memos: weakref.WeakKeyDictionary[Workspace, dict[MemoKey, CensusMemo]] = weakref.WeakKeyDictionary()
+_turns: weakref.WeakKeyDictionary[Workspace, threading.Lock] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+
+
+@contextmanager
+def turn(ws: Workspace, stop: threading.Event) -> Iterator[bool]:
+    """The workspace's census turn, held inside: True once it is this census's, False when `stop` was set
+    while it waited (the turn is then not taken)."""
+    with _lock:
+        held = _turns.get(ws)
+        if held is None:
+            held = _turns[ws] = threading.Lock()
+    while not held.acquire(timeout=TURN_POLL_S):
+        if stop.is_set():
+            yield False
+            return
+    try:
+        yield True
+    finally:
+        held.release()
 
 
 def recall(ws: Workspace, key: MemoKey, snapshot: Snapshot, mark: WatchMark) -> CensusMemo | None:

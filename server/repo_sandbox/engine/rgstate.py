@@ -65,7 +65,8 @@ def remember_large_files(ws: Workspace) -> None:
 
 
 _counts: weakref.WeakKeyDictionary[Workspace, list[int]] = weakref.WeakKeyDictionary()
-"""Per workspace: files taken as rg printed them, files read again, censuses taken, censuses from a memo."""
+"""Per workspace: files taken as rg printed them, files read again, censuses taken, censuses from a memo,
+censuses the preparation took ahead of the first search."""
 _counts_lock = threading.Lock()
 
 
@@ -73,20 +74,26 @@ def record_search(ws: Workspace, *, unread: int, read_again: int, from_memo: boo
     """Count how one search's rg output was believed (`engine.vouch`): files taken as rg printed them, files
     read again through the jail; and whether its census came from a memo (`engine.censusmemo`)."""
     with _counts_lock:
-        counts = _counts.setdefault(ws, [0, 0, 0, 0])
+        counts = _counts.setdefault(ws, [0, 0, 0, 0, 0])
         counts[0] += unread
         counts[1] += read_again
         counts[2] += 1
         counts[3] += from_memo
 
 
+def record_census_ahead(ws: Workspace) -> None:
+    """Count a census the preparation took (and kept as a memo) before any search asked for it."""
+    with _counts_lock:
+        _counts.setdefault(ws, [0, 0, 0, 0, 0])[4] += 1
+
+
 def counts(ws: Workspace) -> dict[str, dict[str, int]]:
     """The workspace's counts so far, for the status resource."""
     with _counts_lock:
-        unread, read_again, censuses, from_memo = _counts.get(ws, (0, 0, 0, 0))
+        unread, read_again, censuses, from_memo, ahead = _counts.get(ws, (0, 0, 0, 0, 0))
     return {
         "rg_output": {"files_unread": unread, "files_read_again": read_again},
-        "census": {"taken": censuses, "from_memo": from_memo},
+        "census": {"taken": censuses, "from_memo": from_memo, "taken_ahead": ahead},
     }
 
 

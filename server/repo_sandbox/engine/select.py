@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,10 +24,11 @@ def ripgrep_for(ws: Workspace) -> ripgrep.Ripgrep | None:
     return ripgrep.locate(search.ripgrep_path)
 
 
-def prepare(ws: Workspace) -> None:
-    """Do ahead what the first search would do before rg starts (a client that lists the tools calls them
-    next): load the engine, find rg and start its confined launcher, build the tree index. Only caches are
-    filled: a search still checks everything it uses, and one that comes first does the same work itself."""
+def prepare(ws: Workspace, stop: threading.Event) -> None:
+    """Do ahead what the first search would do (a client that lists the tools calls them next): load the
+    engine, find rg and start its confined launcher, build the tree index, take the census of the whole tree
+    (`census.take_ahead`, until `stop` is set). Only caches are filled: a search still checks everything it
+    uses, and one that comes first does the same work itself."""
     rg = ripgrep_for(ws)
     options = ws.walk_options(include_hidden=None, include_ignored=False)
     if rg is None:
@@ -34,10 +36,12 @@ def prepare(ws: Workspace) -> None:
 
         ws.trees.snapshot(options)
         return
-    from repo_sandbox.engine import rgsearch, rgstate  # noqa: F401
+    from repo_sandbox.engine import census, rgsearch, rgstate  # noqa: F401
 
     if ws.trees.snapshot(options) is not None:  # None: the workspace closed meanwhile (or keeps no index)
         rgstate.launcher_for(ws, rg)
+        if census.take_ahead(ws, stop):
+            rgstate.record_census_ahead(ws)
 
 
 def iter_file_hits(ws: Workspace, request: SearchRequest, stats: SearchStats) -> Iterator[FileHits]:
