@@ -231,7 +231,7 @@ def test_the_census_taken_ahead_answers_the_first_search_of_the_tree(memo_ws: tu
         args = SearchTextArgs(pattern="MARKER")
         assert search_text(ws, args) == search_text(reference, args)
         assert rgstate.counts(ws)["census"] == {"taken": 1, "from_memo": 1, "taken_ahead": 0}
-        assert not census.take_ahead(ws, threading.Event())  # a memo is there already: nothing new to keep
+        assert not census.take_ahead(ws, threading.Event())  # a search has begun: it takes its own censuses
     finally:
         reference.close()
 
@@ -289,5 +289,16 @@ def test_a_census_taken_ahead_that_was_stopped_keeps_no_memo(memo_ws: tuple[Path
     stop = threading.Event()
     stop.set()
     assert not census.take_ahead(ws, stop)
+    search_text(ws, SearchTextArgs(pattern="MARKER"))
+    assert _from_memo(ws) == 0
+
+
+def test_no_census_is_taken_ahead_once_a_search_has_begun(memo_ws: tuple[Path, Workspace]) -> None:
+    """A search's census with another glob would otherwise wait for its turn behind one nobody asked for."""
+    _, ws = memo_ws
+    _index(ws)
+    search_text(ws, SearchTextArgs(pattern="MARKER", glob="*.txt"))
+    censusmemo.forget(ws)
+    assert not census.take_ahead(ws, threading.Event())
     search_text(ws, SearchTextArgs(pattern="MARKER"))
     assert _from_memo(ws) == 0

@@ -256,7 +256,10 @@ class Census:
 def take_ahead(ws: Workspace, stop: threading.Event) -> bool:
     """Take the census of a search of the whole tree with the default options, and keep its memo: the first
     such search then recalls it (or waits for its turn, then recalls it) instead of stating every file.
-    Whether a memo was kept (none without watches, when `stop` was set, or after an error)."""
+    Whether a memo was kept (none without watches, once a search has begun, when `stop` was set, or after an
+    error)."""
+    if censusmemo.searched(ws):
+        return False
     options = ws.walk_options(include_hidden=None, include_ignored=False)
     census = Census(ws, SearchRequest(pattern=""), None, stop=stop)
     census.mark = ws.trees.watch_mark(options)

@@ -88,7 +88,20 @@ def adopt(census: Census, memo: CensusMemo) -> None:
 
 _memos: weakref.WeakKeyDictionary[Workspace, dict[MemoKey, CensusMemo]] = weakref.WeakKeyDictionary()
 _turns: weakref.WeakKeyDictionary[Workspace, threading.Lock] = weakref.WeakKeyDictionary()
+_searched: weakref.WeakSet[Workspace] = weakref.WeakSet()
 _lock = threading.Lock()
+
+
+def search_begins(ws: Workspace) -> None:
+    """Note that a search of this workspace has begun: it takes its own census (`searched`)."""
+    with _lock:
+        _searched.add(ws)
+
+
+def searched(ws: Workspace) -> bool:
+    """Whether a search of this workspace has begun: a census taken ahead would only make it wait its turn."""
+    with _lock:
+        return ws in _searched
 
 
 @contextmanager

@@ -76,6 +76,7 @@ class _Search:
         *,
         recall_memo: bool = True,
     ) -> None:
+        censusmemo.search_begins(ws)
         self.launcher = launcher
         self.ws = ws
         self.rg = rg
