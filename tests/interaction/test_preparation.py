@@ -4,14 +4,18 @@ started, the tree index built), before the client even lists the tools; never be
 from __future__ import annotations
 
 import threading
+import time
 
 import anyio
 import pytest
 from mcp import Client
 
 from repo_sandbox.engine import rgstate, select
+from repo_sandbox.engine.census import Census
+from repo_sandbox.fs.walk import Walk
 from repo_sandbox.tree import node
 from repo_sandbox.wiring.assembly import build_server
+from repo_sandbox.wiring.preparation import Preparation
 from repo_sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -65,3 +69,21 @@ async def test_the_first_search_finds_the_census_the_preparation_took_ahead(
         assert found.is_error is False
         assert found.structured_content is not None and found.structured_content["total_matches"] >= 1
     assert rgstate.counts(workspace)["census"] == {"taken": 1, "from_memo": 1, "taken_ahead": 1}
+
+
+def test_closing_the_workspace_stops_the_census_taken_ahead(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A census taken ahead on a large tree (or a cold disk) must not hold up the server's exit."""
+    counting = threading.Event()
+
+    def endless_count(self: Census, walk: Walk) -> None:
+        counting.set()
+        self.stop.wait(30)  # a census that would otherwise go on for as long as that
+
+    monkeypatch.setattr(Census, "_count", endless_count)
+    Preparation(workspace).start()
+    assert counting.wait(10), "the preparation took no census ahead"
+    started = time.monotonic()
+    workspace.close()
+    assert time.monotonic() - started < 5
