@@ -4,7 +4,8 @@ Each round spawns a fresh server and makes the same scripted session through the
 initialize and tools/list (as every client does first), every call kind once on the fresh server (cold), five
 more times (warm), every page of one large search_files and one large search_text, read_file 200 lines
 repeatedly beside the official filesystem server, then after `idle_s` of silence (an agent thinking) a few more
-calls. A second fresh server then gets its first search `PACE_S` after tools/list, as at an agent's pace. Each call is paired, in random order, with its reference run in the same round (the same rg binary the
+calls. A second fresh server then gets its first search `PACE_S` after tools/list, as at an agent's pace.
+Each call is paired, in random order, with its reference run in the same round (the same rg binary the
 server uses, `rg --files`, `head -n`, `wc -l`), so a busy machine slows both sides of a ratio alike; a cold
 call is paired with a reference run just before the server started (the second of two), on the quiet machine
 an agent's own rg would meet (beside a fresh server, a reference shares the machine with the server's start-up
