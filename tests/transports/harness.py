@@ -166,7 +166,9 @@ def running_subprocess(root: Path, log: Path, *args: str, **kwargs: Any) -> Iter
     try:
         yield server
     finally:
-        if server.process.poll() is None:
+        try:
+            server.stop(timeout=10)  # as a supervisor stops it: the server then removes its temporary files
+        except subprocess.TimeoutExpired:
             server.process.kill()
             server.process.wait()
 

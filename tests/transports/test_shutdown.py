@@ -248,3 +248,20 @@ def test_sigterm_drains_stdio_as_it_drains_http(tmp_path: Path, grace: float, se
     assert returncode == 0, stderr
     assert elapsed < grace + 6
     assert "Traceback" not in stderr
+
+
+async def test_sigterm_leaves_no_temporary_directory_behind(tmp_path: Path) -> None:
+    """execute_bash keeps the sources of its masks (an empty file and directory) in a temporary directory for
+    the server's life; a server stopped by SIGTERM removes it."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.txt").write_text("hello\n")
+    with running_subprocess(repo, tmp_path / "server.log", env={"TMPDIR": str(scratch)}) as server:
+        async with mcp_client(Running(server.base_url), "http", "legacy") as client:
+            result = await client.call_tool("execute_bash", {"command": "cat a.txt"})
+        assert not result.is_error, result
+        assert any(scratch.iterdir()), "the call made no temporary directory: the test checks nothing"
+        assert server.stop() == 0, server.log_text()
+    assert list(scratch.iterdir()) == []
