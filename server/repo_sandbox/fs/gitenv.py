@@ -50,10 +50,17 @@ OVERRIDES: Final[tuple[tuple[str, str], ...]] = (
     ("mailmap.file", ""),
     ("status.submoduleSummary", "false"),
     ("submodule.recurse", "false"),
+    ("diff.submodule", "short"),
+    ("diff.ignoreSubmodules", "dirty"),
+    ("diff.orderFile", "/dev/null"),
+    ("mailmap.blob", ""),
     ("uploadpack.packObjectsHook", ""),
     ("advice.graftFileDeprecated", "false"),
 )
-"""Overrides for keys that make read-only git commands run programs or reach outside the repository."""
+"""Overrides for keys that make read-only git commands run programs or reach outside the repository.
+`diff.submodule` and `diff.ignoreSubmodules` keep git from starting git inside a submodule, where the
+submodule's own configuration (which these overrides reach, but whose driver names they do not know) would
+apply; `mailmap.blob` would read any blob (`HEAD:.env`) as a mailmap and print its names in `git shortlog`."""
 
 MAX_DRIVERS: Final = 256
 """A configuration naming more filter/diff drivers than this is refused (the overrides go in the env)."""
@@ -150,6 +157,7 @@ class GitHardening:
         self._cache_key: tuple[int, int, int] | None = None
         self._drivers: list[tuple[str, str]] = []
         self._includes: list[str] = []
+        self._ignore_revs: list[str] = []
         self._env_cache: tuple[object, dict[str, str]] | None = None
 
     def repo_env(self) -> dict[str, str]:
@@ -191,16 +199,23 @@ class GitHardening:
         condition), as absolute host paths (cached per config state)."""
         return self._read_config()[1]
 
-    def _read_config(self) -> tuple[list[tuple[str, str]], list[str]]:
+    def ignore_revs_files(self) -> list[str]:
+        """The files `git blame` reads object names from (`blame.ignoreRevsFile`, whose value no override can
+        take back), as written in the configuration (cached per config state)."""
+        return self._read_config()[2]
+
+    def _read_config(self) -> tuple[list[tuple[str, str]], list[str], list[str]]:
         key = self._config_key()
         with self._lock:
             if key is None:
-                return [], []
+                return [], [], []
             if key != self._cache_key:
                 self._drivers = _driver_overrides(self._config_values(r"^(filter|diff)\.", names=True))
                 self._includes = self._include_paths()
+                words = self._config_values(r"^blame\.ignorerevsfile$", names=False)
+                self._ignore_revs = [entry.partition("\n")[2] for entry in words[1::2]]
                 self._cache_key = key
-            return self._drivers, self._includes
+            return self._drivers, self._includes, self._ignore_revs
 
     def _include_paths(self) -> list[str]:
         words = self._config_values(r"^include(if\..+)?\.path$", names=False)

@@ -72,6 +72,7 @@ class GitStage:
                 program="git", option="--follow", rule="git: --follow",
             )  # fmt: skip
         if plan.follows_renames is not None:  # judged even when an earlier stage already carries a check
+            self._check_ignore_revs_files()
             blamed = self._blame_check(plan.follows_renames, view, cwd, prune=prune)
             check = check or blamed
         return args, check
@@ -98,6 +99,33 @@ class GitStage:
                     "repository or protected); git commands are unavailable.",
                     hint="Use the read-only tools, or ask the operator to remove the include from .git/config.",
                 )
+
+    def _check_ignore_revs_files(self) -> None:
+        """git blame reads every `blame.ignoreRevsFile` the configuration names and quits on a line that is not
+        an object name, printing it. Inside the sandbox an absolute path can reach `.git` (and, unsandboxed,
+        anything): only a relative one (git reads it from the top of the working tree) that stays inside the
+        repository, through no protected name, is allowed.
+
+        Raises: ArgumentNotAllowedError.
+        """
+        root = self.root
+        for value in self.hardening.ignore_revs_files():
+            if not value:
+                continue  # an empty value only clears the list
+            path = os.path.normpath(os.path.join(root, value))
+            real = os.path.realpath(path)
+            safe = not value.startswith(("/", "~")) and all(
+                os.path.commonpath([place, root]) == root and not self.deny.is_denied(os.path.relpath(place, root))
+                for place in (path, real)
+            )
+            if not safe:
+                raise ArgumentNotAllowedError(
+                    "git blame would read the file the repository's configuration names in blame.ignoreRevsFile, "
+                    "which is outside the repository or protected.",
+                    hint="Read the history with git log -p -- FILE, or ask the operator to point "
+                    "blame.ignoreRevsFile at a file of the repository.",
+                    program="git", option="blame.ignoreRevsFile", rule="git: blame",
+                )  # fmt: skip
 
     def _blame_check(self, walk: RenameFollowing, view: RepoView, cwd: str, *, prune: bool) -> PruneCheck:
         """The check to make after a git blame run (the repository must not move meanwhile).

@@ -143,6 +143,17 @@ def _show_check(parsed: ParsedArgs) -> None:
             raise refuse("git", name, reason, rule="git show: objects")
 
 
+def check_submodule_options(parsed: ParsedArgs) -> None:
+    """`--submodule=diff` and `--ignore-submodules=none|untracked` (which outvotes the forced `dirty`) make git
+    start git inside a submodule."""
+    for name, value in parsed.options:
+        if (name, value) == ("--submodule", "diff") or (
+            name == "--ignore-submodules" and value in ("none", "untracked")
+        ):
+            raise refuse("git", f"{name}={value}", f"git {name}={value} is not allowed: {_SUBMODULE_GIT}.",
+                         rule="git: submodules")  # fmt: skip
+
+
 def _cat_file_check(parsed: ParsedArgs) -> None:
     modes = [name for name, _ in parsed.options if name in ("-p", "-t", "-s", "-e")]
     if len(modes) != 1 or len(parsed.operands) != 1:
@@ -156,7 +167,13 @@ REVISION_VALUES: Final = (
 """Options whose value git resolves as a revision: `REV:path` in them obeys the deny-list like an operand
 (`rev-parse --default HEAD:.env` printed the object id; git's errors tell whether a protected path exists)."""
 
+_SUBMODULE_GIT: Final = (
+    "it runs git inside a submodule under the submodule's own configuration, which can name programs"
+)
 _DIFF_FORCED: Final = ("--no-ext-diff", "--no-textconv")
+_WORKTREE_FORCED: Final = ("--ignore-submodules=dirty",)
+"""Comparing a checked-out submodule's files runs `git status` inside it (`_SUBMODULE_GIT`); its new commits
+still show."""
 _LOG_FORCED: Final = (*_DIFF_FORCED, "--no-notes")
 """Notes are shown by default and can be any blob (`git notes add -C <blob of .env>`)."""
 SUBCOMMANDS: Final[dict[str, Subcommand]] = {
@@ -167,7 +184,7 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
         Subcommand(
             "diff",
             _log_options("--cached --staged --merge-base -1 -2 -3 --base --ours --theirs"),
-            _DIFF_FORCED,
+            (*_DIFF_FORCED, *_WORKTREE_FORCED),
             excludes=True,
         ),
         Subcommand(
@@ -193,6 +210,7 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
                     "--verbose": "its diff ignores pathspecs, so it shows protected staged files; use git diff --cached",
                 },
             ),
+            _WORKTREE_FORCED,
             operands="paths",
             excludes=True,
         ),
@@ -273,7 +291,7 @@ SUBCOMMANDS: Final[dict[str, Subcommand]] = {
             table(
                 "--all --tags --contains --exact-match --debug --long --always --first-parent",
                 "--abbrev --candidates --match --exclude",
-                "--dirty --broken",
+                denied={"--dirty": _SUBMODULE_GIT, "--broken": _SUBMODULE_GIT},
             ),
         ),
         Subcommand(

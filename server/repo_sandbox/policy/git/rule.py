@@ -5,7 +5,9 @@
   are never resolved.
 - Options are exact names (git's parse-options accepts abbreviations: `git grep --open-files-in=true`).
 - `--no-ext-diff --no-textconv` are forced where diffs are made; the environment half of the hardening
-  (`GIT_CONFIG_*` overrides neutralising `.git/config`) lives in `fs.gitenv`.
+  (`GIT_CONFIG_*` overrides neutralising `.git/config`) lives in `fs.gitenv`. Nothing may start git inside a
+  submodule, where the submodule's own configuration applies: `--submodule=diff`, `describe --dirty` and
+  `--ignore-submodules=none|untracked` are refused, `--ignore-submodules=dirty` is forced on status and diff.
 - Every operand is jail-checked: revisions like `HEAD:path` have their path checked against the deny-list,
   anything path-like must stay inside (this also refuses the implicit `--no-index` of `git diff /dev/null F`).
 - Sub-commands that print file names or contents get the deny-list appended as exclude pathspecs, so a denied
@@ -32,7 +34,13 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from repo_sandbox.policy._argv import ParsedArgs, parse_args, refuse
-from repo_sandbox.policy.git.commands import DENIED_SUBCOMMANDS, REVISION_VALUES, SUBCOMMANDS, Subcommand
+from repo_sandbox.policy.git.commands import (
+    DENIED_SUBCOMMANDS,
+    REVISION_VALUES,
+    SUBCOMMANDS,
+    Subcommand,
+    check_submodule_options,
+)
 from repo_sandbox.policy.git.refs import (
     NOTE_EXCLUSIONS,
     NOTE_READERS,
@@ -191,6 +199,8 @@ class GitRule:
             "git push",
             "git show HEAD:.env",
             "git log --show-signature",
+            "git log -p --submodule=diff",
+            "git describe --dirty",
             "git stash",
         )
     )
@@ -213,6 +223,7 @@ class GitRule:
         parsed = parse_args(f"git {name}", sub.options, rest)
         if sub.check is not None:
             sub.check(parsed)
+        check_submodule_options(parsed)
         objects = self._check_operands(sub, parsed, paths)
         rest = exclude_hidden_refs(name, rest, parsed)
         head = tuple(name.split())
