@@ -162,6 +162,10 @@ ROWS: list[tuple[str, str]] = [
     ("git log -p --all", RAN),
     ("git show --stat :/add", RAN),
     ("git cat-file -t BLOB", RAN),
+    ("git cat-file -s BLOB", REFUSED),
+    ("git cat-file -s TREE", REFUSED),
+    ("git cat-file -s HEAD~1:src", REFUSED),  # its size counts credentials.json's name
+    ("git cat-file -s KEYS", REFUSED),
     ("git tag -l --format='%(refname)%(objecttype)'", RAN),
     ("git tag -l --sort=-refname", RAN),
     ("git ls-files --with-tree=HEAD~1", RAN),
@@ -174,6 +178,7 @@ WORKS: list[tuple[str, str]] = [
     ("git show v1", "release one"),
     ("git show --stat HEAD~1", "README.md"),
     ("git cat-file -p HEAD", "untrack the secrets"),
+    ("git cat-file -s HEAD:README.md", "7"),
     ("git cat-file -p v1", "release one"),
     ("git grep -n hi HEAD -- src", "main.py"),
     ("git grep -n hi HEAD~1:", "main.py"),

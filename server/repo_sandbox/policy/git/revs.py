@@ -27,7 +27,8 @@ BLOB: Final = frozenset({"blob"})
 BLOB_OR_TREE: Final = frozenset({"blob", "tree"})
 NOTHING: Final = frozenset[str]()
 RESOLVING: Final = frozenset({"show", "cat-file", "diff", "grep", "log", "shortlog", "rev-list", "describe"})
-"""The sub-commands whose revision operands are resolved (cat-file only with -p)."""
+"""The sub-commands whose revision operands are resolved (cat-file only with -p and -s: a tree's size is the
+length of its entries' names, a protected one's included)."""
 COMMITS_ONLY: Final = frozenset({"describe"})
 """Sub-commands whose operands must be commits, whatever their form: `git describe <blob>` prints
 `<commit>:<path>`, the first path in history holding that content, a protected one included."""

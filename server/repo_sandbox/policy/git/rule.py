@@ -243,7 +243,7 @@ class GitRule:
     @staticmethod
     def _check_operands(sub: Subcommand, parsed: ParsedArgs, paths: PathChecker) -> tuple[ObjectCheck, ...]:
         """Jail-checks every path; returns what the objects named by revisions must be."""
-        resolves = sub.name in RESOLVING and (sub.name != "cat-file" or parsed.has("-p"))
+        resolves = sub.name in RESOLVING and (sub.name != "cat-file" or parsed.has("-p", "-s"))
         for value in parsed.values_of(*REVISION_VALUES):
             _check_revision(value, paths)
         objects = [check for value in parsed.values_of("--with-tree") for check in object_checks(value, sub.name)]
