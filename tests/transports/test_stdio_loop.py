@@ -126,3 +126,55 @@ def test_a_failing_command_policy_stops_the_server_after_the_handshake(tmp_path:
             pipe.close()
         server.wait()
     assert b"configuration error" in error and b"deny example 'cksum -b b' was allowed" in error
+
+
+def _rss_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+
+
+def test_a_line_longer_than_max_body_bytes_is_dropped_as_it_arrives_and_answered(tmp_path: Path) -> None:
+    """A client (or a broken one) that never ends its line cannot make the server hold it: past
+    `[server] max_body_bytes` the line is dropped as it arrives, answered -32600 at its end, and the next line
+    is served. Before, 1 GiB without a newline grew the server to 1.1 GB."""
+    limit = 64 * 1024
+    env = {"PATH": "/usr/bin:/bin", "REPO_SANDBOX_SERVER_MAX_BODY_BYTES": str(limit)}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    server = subprocess.Popen(
+        [REPO_SANDBOX, "--root", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        server.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1
+        before = _rss_kib(server.pid)
+        piece = b"x" * (1 << 20)
+        server.stdin.write(b'{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"t": "')
+        for _ in range(64):
+            server.stdin.write(piece)
+        server.stdin.flush()
+        grown = _rss_kib(server.pid) - before
+        fits = request(4, t="y" * (limit - 100))
+        server.stdin.write(b'"}}\n' + request(3) + b"\n" + fits + b"\n")
+        server.stdin.flush()
+        answers = [json.loads(server.stdout.readline()) for _ in range(3)]
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+        server.stdout.close()
+    assert answers[0] == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": f"Invalid Request: a message longer than {limit} bytes ([server] max_body_bytes).",
+        },
+    }
+    assert answers[1] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    assert answers[2] == {"jsonrpc": "2.0", "id": 4, "result": {}}
+    assert grown < 16 * 1024, f"the server grew by {grown} KiB while a 64 MiB line arrived"

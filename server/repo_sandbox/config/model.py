@@ -39,7 +39,8 @@ class ServerConfig(_Section):
     allowed_origins: list[str] = Field(default_factory=list[str])
     """Extra Origin values ("https://app.example.com"); http://localhost, 127.0.0.1 and [::1] are allowed."""
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
-    """Largest HTTP request body or WebSocket message; larger ones are refused (413 / close 1009)."""
+    """Largest HTTP request body, WebSocket message or stdio line; larger ones are refused (413 / close 1009 /
+    a JSON-RPC error)."""
     max_sessions: int = Field(default=64, ge=1)
     """Most concurrent sessions: stateful HTTP sessions and WebSocket connections together (then 503)."""
     max_connections: int = Field(default=256, ge=1)

@@ -40,6 +40,12 @@ class BadFrame:
     reply: types.JSONRPCError | None
 
 
+def too_large(max_bytes: int) -> BadFrame:
+    """The answer to a line longer than `max_bytes` (dropped as it arrived, never held whole)."""
+    message = f"Invalid Request: a message longer than {max_bytes} bytes ([server] max_body_bytes)."
+    return BadFrame(_error(None, types.INVALID_REQUEST, message))
+
+
 def read_message(text: str) -> types.JSONRPCMessage | BadFrame:
     """The message in `text`, or what to answer when it holds none."""
     text = text.removeprefix(BOM)

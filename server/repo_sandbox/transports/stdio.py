@@ -4,7 +4,8 @@ The SDK's `stdio_server` reads and writes through worker threads (`anyio.wrap_fi
 and a flush per exchange, each a thread hop (~a third of read_file's server time). Here the event loop
 reads and writes the pipes itself, with the same contract:
 - framing: one JSON-RPC message per line, UTF-8 (undecodable input bytes become U+FFFD); a line that is
-  not a valid message is answered with a JSON-RPC error (`framing.read_message`; the SDK drops it);
+  not a valid message is answered with a JSON-RPC error (`framing.read_message`; the SDK drops it), and so is
+  one longer than `[server] max_body_bytes`, dropped as it arrives (the SDK holds any line whole);
 - the stream claim: while serving, fd 0 reads the null device and fd 1 writes to stderr, so children and
   stray prints never touch the wire; the wire is served from private close-on-exec duplicates, and fd 0/1
   and their blocking mode are restored on exit.
@@ -39,7 +40,7 @@ from mcp.shared.message import SessionMessage
 
 from repo_sandbox.roots import RootPolicy
 from repo_sandbox.transports.drain import Drain
-from repo_sandbox.transports.framing import BadFrame, read_message
+from repo_sandbox.transports.framing import BadFrame, read_message, too_large
 from repo_sandbox.wiring import sdk_adapter
 from repo_sandbox.wiring.assembly import build_server
 from repo_sandbox.workspace import Workspace
@@ -106,7 +107,10 @@ def serve_stdio(
                 threading.Thread(target=work, name="repo-sandbox-after-handshake", daemon=True).start()
 
             async with (
-                stdio_streams(after_first_message=answered, answers=answers) as (read_stream, write_stream),
+                stdio_streams(answered, answers, workspace.settings.server.max_body_bytes) as (
+                    read_stream,
+                    write_stream,
+                ),
                 anyio.create_task_group() as signals,
             ):
                 if threading.current_thread() is threading.main_thread():  # only it can receive signals
@@ -147,13 +151,16 @@ class Answers:
 
 
 def stdio_streams(
-    after_first_message: Callable[[], None] = lambda: None, answers: Answers | None = None
+    after_first_message: Callable[[], None] = lambda: None,
+    answers: Answers | None = None,
+    max_line_bytes: int = 1 << 20,
 ) -> AbstractAsyncContextManager[Any]:
     """The message streams over this process's stdin/stdout: the event loop's own when both can be polled.
     `after_first_message` is called once the first message is written (at once with the SDK's transport);
-    `answers` tracks the requests not yet answered (the event loop's streams only)."""
+    `answers` tracks the requests not yet answered and `max_line_bytes` bounds a line (the event loop's
+    streams only)."""
     if _pollable(sys.stdin, 0, select.EPOLLIN) and _pollable(sys.stdout, 1, select.EPOLLOUT):
-        return _loop_stdio(after_first_message, answers or Answers())
+        return _loop_stdio(after_first_message, answers or Answers(), max_line_bytes)
     after_first_message()
     return stdio_server()
 
@@ -189,7 +196,9 @@ class _Claim:
 
 
 @asynccontextmanager
-async def _loop_stdio(after_first_message: Callable[[], None], answers: Answers) -> AsyncIterator[Streams]:
+async def _loop_stdio(
+    after_first_message: Callable[[], None], answers: Answers, max_line_bytes: int
+) -> AsyncIterator[Streams]:
     stdin = _Claim(0, os.open(os.devnull, os.O_RDONLY))
     try:
         stdout = _Claim(1, os.dup(2))
@@ -204,8 +213,10 @@ async def _loop_stdio(after_first_message: Callable[[], None], answers: Answers)
 
         async def read_messages() -> None:
             async with read_writer, replies:
-                async for line in _lines(stdin.wire):
-                    message = read_message(line.decode("utf-8", "replace"))
+                async for line in _lines(stdin.wire, max_line_bytes):
+                    message = (
+                        too_large(max_line_bytes) if line is None else read_message(line.decode("utf-8", "replace"))
+                    )
                     if isinstance(message, BadFrame):
                         if message.reply is not None:
                             await replies.send(SessionMessage(message.reply))
@@ -233,9 +244,11 @@ async def _loop_stdio(after_first_message: Callable[[], None], answers: Answers)
         stdin.release()
 
 
-async def _lines(fd: int) -> AsyncIterator[bytes]:
-    """The lines read from a non-blocking fd (each with its newline; the last one may lack it)."""
+async def _lines(fd: int, max_bytes: int) -> AsyncIterator[bytes | None]:
+    """The lines read from a non-blocking fd (each with its newline; the last one may lack it), and None for
+    each line longer than `max_bytes`, which is dropped as it arrives: memory stays within a line and a read."""
     pending = bytearray()
+    dropping = False
     while True:
         try:
             chunk = os.read(fd, READ_CHUNK)
@@ -248,10 +261,16 @@ async def _lines(fd: int) -> AsyncIterator[bytes]:
         pending += chunk
         start = 0
         while (end := pending.find(b"\n", searched)) >= 0:
-            yield bytes(pending[start : end + 1])
+            yield None if dropping or end - start > max_bytes else bytes(pending[start : end + 1])
+            dropping = False
             start = searched = end + 1
         del pending[:start]
-    if pending:
+        if len(pending) > max_bytes:
+            dropping = True
+            pending.clear()
+    if dropping or len(pending) > max_bytes:
+        yield None
+    elif pending:
         yield bytes(pending)
 
 
