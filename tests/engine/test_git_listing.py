@@ -292,3 +292,48 @@ def test_a_crafted_git_directory_cannot_show_more(tmp_path: Path, what: str, how
         assert not marker.exists()
     finally:
         ws.close()
+
+
+def _nested_repositories(root: Path) -> dict[str, Path]:
+    """An outer repository whose ignore rules would hide files of the repositories nested in it: one cloned in
+    place (`vendor/lib`, a `.git` directory) and one whose `.git` is a `gitdir:` file, as a submodule's is."""
+    make_repo(root, {"ignores": {".gitignore": b"*.c\nbuild/\n", ".ignore": b"skip.txt\n"}, "files": ["a.c", "b.txt"]})
+    write(root / ".git" / "info" / "exclude", b"*.tmp\n")
+    nested = {"vendor/lib": root / "vendor" / "lib", "ext/mod": root / "ext" / "mod"}
+    for name, path in nested.items():
+        path.mkdir(parents=True)
+        if name == "ext/mod":
+            _git(path, "init", "-q", f"--separate-git-dir={root.parent / 'mod.git'}", ".")
+        else:
+            _git(path, "init", "-q", ".")
+        write(path / ".gitignore", b"*.o\n")
+        for file in ("x.c", "y.o", "build/out.txt", "z.tmp", "src/deep.c", "skip.txt", "keep.txt"):
+            write(path / file, f"{TOKEN} {file}\n")
+        _git(path, "add", "-f", "y.o")  # tracked by the nested repository, ignored by its rules
+    return nested
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_nested_repository_has_its_own_ignore_rules(tmp_path: Path, engine: str) -> None:
+    """git and ripgrep apply a directory's own repository's rules inside it: the outer `.gitignore` files,
+    `info/exclude` and index stop at a directory holding `.git` (`.ignore` files go on, as in ripgrep). Its
+    own index is not read: a file it tracks but ignores is hidden there (documented)."""
+    root = tmp_path / "repo"
+    nested = _nested_repositories(root)
+    expected = {p for p in git_listing(root) if not p.endswith("/")}  # git lists a nested repository as `dir/`
+    for name, path in nested.items():
+        expected |= {f"{name}/{p}" for p in git_listing(path) if p != "y.o"}
+    expected = {p for p in expected if not p.endswith("skip.txt")}  # the outer .ignore
+    ws = workspace(root, engine)
+    try:
+        listed = listed_files(ws)
+        assert listed == expected
+        assert "vendor/lib/x.c" in listed and "ext/mod/build/out.txt" in listed and "a.c" not in listed
+        args = SearchTextArgs(pattern=TOKEN, include_hidden=True, output_mode="files_with_matches", limit=1000)
+        result: Any = search_text(ws, args)
+        assert set(result.files) == {p for p in expected if TOKEN in (root / p).read_text(encoding="utf-8")}
+        below = search_files(ws, SearchFilesArgs(pattern="**", path="vendor/lib/src", limit=1000))
+        assert below.files == ["vendor/lib/src/deep.c"]  # a walk that starts inside sees the same rules
+    finally:
+        ws.close()

@@ -17,13 +17,15 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Final
 
 from repo_sandbox.errors import SandboxError
 from repo_sandbox.fs.gitrepo import Tracked, repo_rules
 from repo_sandbox.fs.jail import Jail
 from repo_sandbox.policy.git.ignore import IgnoreRules
 
-IGNORE_FILES = (".gitignore", ".ignore")
+GIT_IGNORE_FILE: Final = ".gitignore"
+IGNORE_FILES = (GIT_IGNORE_FILE, ".ignore")
 """Per-directory ignore files, lowest precedence first."""
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
 UNREAD_IGNORE_FILE = "\x00unread"
@@ -109,60 +111,74 @@ def stamp_at(dir_fd: int, name: str) -> tuple[int, ...] | None:
         return None
 
 
-def _load_ignore_spec(
+def _load_ignore_specs(
     dir_fd: int,
     dir_rel: str,
     present: set[str],
     jail: Jail,
     sink: list[str] | None = None,
     stamps: list[IgnoreStamp] | None = None,
-) -> IgnoreRules | None:
-    if not present:
-        return None
-    lines: list[str] = []
+) -> list[tuple[IgnoreRules, bool]]:
+    """The rules of the directory's ignore files, in `IGNORE_FILES` order (a later file's rule wins), each with
+    whether it is git's (`IgnoreStack.at_repository`)."""
+    specs: list[tuple[IgnoreRules, bool]] = []
     for name in IGNORE_FILES:
+        lines: list[str] = []
         # A deny-listed ignore file is not read either: its rules would reveal its content through what they hide.
         if name in present and not jail.deny.is_entry_denied(_join(dir_rel, name)):
             if stamps is not None:
                 stamps.append((name, stamp_at(dir_fd, name)))
             text = _read_small_file(dir_fd, name)
             if text:
-                own = text.removeprefix("\ufeff").splitlines()  # git skips a byte-order mark
-                lines.extend(own)
+                lines = text.removeprefix("\ufeff").splitlines()  # git skips a byte-order mark
                 if sink is not None and text.startswith("\ufeff"):
                     sink.append(text.splitlines()[0])  # ripgrep does not: `census.simple_rule` refuses this line
             elif text is None and sink is not None:
                 sink.append(UNREAD_IGNORE_FILE)  # unreadable or over the size cap: rg might still read it
         elif name in present and sink is not None:
             sink.append(UNREAD_IGNORE_FILE)
-    if sink is not None:
-        sink.extend(lines)
-    rules = IgnoreRules(lines)
-    return rules if rules else None
+        if sink is not None:
+            sink.extend(lines)
+        if rules := IgnoreRules(lines):
+            specs.append((rules, name == GIT_IGNORE_FILE))
+    return specs
 
 
 class IgnoreStack:
-    """The ignore specs in force for one directory: (directory relative to root, spec), root first; and in a
-    git repository, its tracked files (never ignored)."""
+    """The ignore specs in force for one directory: (directory relative to root, spec, whether git's), root
+    first; and in a git repository, its tracked files (never ignored)."""
 
     __slots__ = ("_specs", "tracked")
 
-    def __init__(self, specs: tuple[tuple[str, IgnoreRules], ...] = (), tracked: Tracked | None = None) -> None:
+    def __init__(self, specs: tuple[tuple[str, IgnoreRules, bool], ...] = (), tracked: Tracked | None = None) -> None:
         self._specs = specs
         self.tracked = tracked
 
-    def pushed(self, dir_rel: str, spec: IgnoreRules | None) -> IgnoreStack:
-        return self if spec is None else IgnoreStack((*self._specs, (dir_rel, spec)), self.tracked)
+    def pushed(self, dir_rel: str, spec: IgnoreRules | None, *, git: bool = True) -> IgnoreStack:
+        return self if spec is None else IgnoreStack((*self._specs, (dir_rel, spec, git)), self.tracked)
+
+    def pushed_all(self, dir_rel: str, specs: list[tuple[IgnoreRules, bool]]) -> IgnoreStack:
+        stack = self
+        for spec, git in specs:
+            stack = stack.pushed(dir_rel, spec, git=git)
+        return stack
 
     def with_tracked(self, tracked: Tracked | None) -> IgnoreStack:
         return IgnoreStack(self._specs, tracked)
+
+    def at_repository(self) -> IgnoreStack:
+        """The rules inside a nested repository (a directory holding `.git`): git's from above (`.gitignore`
+        files, `info/exclude`) and the outer index stop there, as in git and ripgrep; `.ignore` files go on."""
+        if self.tracked is None and all(not git for _, _, git in self._specs):
+            return self
+        return IgnoreStack(tuple(spec for spec in self._specs if not spec[2]))
 
     def excludes_dir(self, dir_rel: str) -> bool:
         """Whether the rules ignore the directory or one above it: git lists no untracked file inside it."""
         parts = dir_rel.split("/")
         for depth in range(1, len(parts) + 1):
             path = "/".join(parts[:depth])
-            for base, spec in reversed(self._specs):
+            for base, spec, _ in reversed(self._specs):
                 if base != "." and not path.startswith(base + "/"):
                     continue
                 include, _ = spec.check(path if base == "." else path[len(base) + 1 :], is_dir=True)
@@ -177,7 +193,7 @@ class IgnoreStack:
 
     def is_ignored(self, rel_path: str, *, is_dir: bool) -> bool:
         """The deepest ignore file with a rule for the path decides; within one, the last matching rule."""
-        for base, spec in reversed(self._specs):
+        for base, spec, _ in reversed(self._specs):
             sub = rel_path if base == "." else rel_path[len(base) + 1 :]
             include, _ = spec.check(sub, is_dir=is_dir)
             if include is not None:
@@ -244,10 +260,13 @@ def list_directory(
         )
         if dir_rel == ".":
             ignores = _repo_base(jail, ignores, listing.ignore_lines, listing.ignore_stamps if stamps else None)
-        spec = _load_ignore_spec(
+        elif any(e.name == ".git" for e in entries):
+            ignores = ignores.at_repository()
+            listing.rgignore = True  # rg, told --no-require-git, applies the outer .gitignore files inside
+        specs = _load_ignore_specs(
             dir_fd, dir_rel, present, jail, listing.ignore_lines, listing.ignore_stamps if stamps else None
         )
-        listing.ignores = ignores.pushed(dir_rel, spec)
+        listing.ignores = ignores.pushed_all(dir_rel, specs)
     listing.kept, exempted = _keep(jail, dir_rel, entries, listing.ignores, options)
     listing.rgignore |= exempted
     return listing
@@ -345,7 +364,8 @@ class Walk:
         self.saw_ancestor_ignores = False
         self.saw_rgignore = False
         """A walked directory holds an ignore file ripgrep would read and this walker does not: a `.rgignore`,
-        or a `.gitignore`/`.ignore` that is a symlink (ripgrep follows it)."""
+        or a `.gitignore`/`.ignore` that is a symlink (ripgrep follows it); or a nested repository, inside which
+        ripgrep (told `--no-require-git`) goes on applying the outer `.gitignore` files."""
 
     def _ancestor_ignores(self) -> IgnoreStack:
         """Ignore files of the root and every directory above the start directory apply too."""
@@ -364,7 +384,11 @@ class Walk:
                 self.saw_ancestor_ignores |= bool(present)
                 if depth == 0:
                     stack = _repo_base(self.jail, stack, self.ignore_lines)
-                stack = stack.pushed(dir_rel, _load_ignore_spec(fd, dir_rel, present, self.jail, self.ignore_lines))
+                elif _exists_at(fd, ".git"):
+                    stack = stack.at_repository()
+                    self.saw_rgignore = True
+                specs = _load_ignore_specs(fd, dir_rel, present, self.jail, self.ignore_lines)
+                stack = stack.pushed_all(dir_rel, specs)
             finally:
                 os.close(fd)
         return stack
