@@ -221,6 +221,35 @@ def test_rg_is_told_the_size_limit_once_a_census_met_a_larger_file(
         ws.close()
 
 
+def test_once_a_census_finds_ignore_files_rg_reads_otherwise_rg_starts_without_them(
+    rg: ripgrep.Ripgrep, tmp_path: Path, started_rg: StartedRg
+) -> None:
+    """Inside a nested repository rg, told `--no-require-git`, goes on applying the outer `.gitignore`: the
+    first search runs rg again with `--no-ignore`; the next ones start so instead of running rg twice."""
+    root = tmp_path / "repo"
+    (root / "vendor" / "lib" / ".git").mkdir(parents=True)
+    (root / ".gitignore").write_text("*.c\n")
+    (root / "vendor" / "lib" / "x.c").write_text("needle\n")
+    (root / "top.c").write_text("needle\n")
+
+    def search(ws: Workspace) -> list[str]:
+        started_rg.clear()
+        return sorted(m.path for m in _content(search_text(ws, SearchTextArgs(pattern="needle"))).matches)
+
+    ws = _ws(root)
+    try:
+        assert search(ws) == ["vendor/lib/x.c"]
+        assert [("--no-ignore" in argv) for argv in started_rg.argvs] == [False, True]
+        assert search(ws) == ["vendor/lib/x.c"]
+        assert [("--no-ignore" in argv) for argv in started_rg.argvs] == [True]
+        (root / "vendor" / "lib" / ".git").rmdir()  # no nested repository any more
+        assert search(ws) == []  # a stale hint: the same results
+        assert search(ws) == []
+        assert [("--no-ignore" in argv) for argv in started_rg.argvs] == [False]  # and the hint is gone
+    finally:
+        ws.close()
+
+
 def test_cancelling_a_search_kills_its_rg(rg: ripgrep.Ripgrep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _many(tmp_path / "repo", 5000)
     cancel = threading.Event()

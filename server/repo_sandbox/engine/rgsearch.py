@@ -108,7 +108,7 @@ class _Search:
         self.base = RgOptions(
             count_only=request.mode != "content",
             sorted_output=False,
-            use_ignore_files=not options.include_ignored,
+            use_ignore_files=not options.include_ignored and not rgstate.ignores_disagreed(ws),
             include_hidden=options.include_hidden,
             max_file_bytes=ws.limits.max_file_bytes if rgstate.met_large_files(ws) else None,
             deny_globs=tuple(deny) if all(simple_rule(r) and not r.startswith("!") for r in deny) else (),
@@ -266,6 +266,8 @@ class _Search:
         if options.max_file_bytes is None and TOO_LARGE in self.census.kinds:
             rgstate.remember_large_files(self.ws)
             options = dataclasses.replace(options, max_file_bytes=self.ws.limits.max_file_bytes)
+        if not self.request.include_ignored:
+            rgstate.remember_ignores(self.ws, agree=self.census.rg_ignores_agree)
         if options.use_ignore_files and not self.census.rg_ignores_agree:
             options = dataclasses.replace(options, use_ignore_files=False)
             first = self._first_run(options, many=many)

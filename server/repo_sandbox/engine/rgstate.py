@@ -64,6 +64,29 @@ def remember_large_files(ws: Workspace) -> None:
         _met_large.add(ws)
 
 
+_ignores_disagree: weakref.WeakSet[Workspace] = weakref.WeakSet()
+
+
+def ignores_disagreed(ws: Workspace) -> bool:
+    """Whether the last census that read ignore files found some that rg reads differently (a nested
+    repository, a `.rgignore`: `census.rg_ignores_agree`).
+
+    Only a strategy hint: such a search starts rg with `--no-ignore` instead of a run it would throw away. The
+    census decides which files count, and a search whose census disagrees runs rg again without its ignore
+    files, so a stale hint costs rg time, never correctness.
+    """
+    with _met_large_lock:
+        return ws in _ignores_disagree
+
+
+def remember_ignores(ws: Workspace, *, agree: bool) -> None:
+    with _met_large_lock:
+        if agree:
+            _ignores_disagree.discard(ws)
+        else:
+            _ignores_disagree.add(ws)
+
+
 _counts: weakref.WeakKeyDictionary[Workspace, list[int]] = weakref.WeakKeyDictionary()
 """Per workspace: files taken as rg printed them, files read again, censuses taken, censuses from a memo,
 censuses the preparation took ahead of the first search."""
