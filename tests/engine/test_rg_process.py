@@ -303,7 +303,8 @@ def test_an_rg_that_fails_leaves_the_answer_to_the_python_engine(tmp_path: Path,
     overrides: dict[tuple[str, str], Any] = {("workspace", "root"): str(tmp_path / "repo")}
     ws = Workspace(load_settings(None, env={}, overrides={**overrides, ("search", "ripgrep_path"): str(fake)}))
     try:
-        assert select.report(ws)["ripgrep"]["path"] == str(fake)  # the failing rg is the one in use
+        assert select.report(ws)["ripgrep"]["source"] == "configured"  # the failing rg is the one in use
+        assert str(tmp_path) not in str(select.report(ws))  # the status resource shows no host path
         result = _content(search_text(ws, SearchTextArgs(pattern="hello")))
         assert [(m.path, m.line) for m in result.matches] == [("f.txt", 1)]
         assert (result.files_searched, result.total_matches) == (1, 1)

@@ -89,7 +89,7 @@ def test_a_second_run_answers_alike_without_reading_the_files_again(root: Path, 
     assert reads == []  # the kinds (search) and line counts (count) came from the store
     ws = _open(root)
     try:
-        assert ws.trees.describe()["facts_cache"] == {"path": str(_stores(cache)[0]), "directories_loaded": 0}
+        assert ws.trees.describe()["facts_cache"] == {"file": _stores(cache)[0].name, "directories_loaded": 0}
         search_text(ws, SearchTextArgs(pattern="MARKER"))
         assert ws.trees.describe()["facts_cache"]["directories_loaded"] == 2  # the root and src
     finally:

@@ -33,7 +33,8 @@ class Ripgrep:
     """"configured", "path" or "wheel"."""
 
     def describe(self) -> dict[str, Any]:
-        return {"path": self.path, "version": ".".join(map(str, self.version)), "source": self.source}
+        """For the status resource, which a client reads: no host path."""
+        return {"version": ".".join(map(str, self.version)), "source": self.source}
 
 
 _lock = threading.Lock()

@@ -89,8 +89,8 @@ class TreeIndexes:
 
     def describe(self) -> dict[str, Any]:
         """The "tree_index" entry of the status resource: the configured mode, whether inotify is used, each
-        index (one per hidden/ignored option set in use), and the facts cache (its file, and how many
-        directories' facts this run took from it)."""
+        index (one per hidden/ignored option set in use), and the facts cache (its file's name in the cache
+        directory, no host path, and how many directories' facts this run took from it)."""
         store = self.store
         return {
             "mode": self.mode,
@@ -98,7 +98,7 @@ class TreeIndexes:
             "indexes": [index.describe() for index in self.indexes()],
             "facts_cache": None
             if store is None
-            else {"path": str(store.path), "directories_loaded": self._seeded_directories},
+            else {"file": store.path.name, "directories_loaded": self._seeded_directories},
         }
 
     def close(self) -> None:
