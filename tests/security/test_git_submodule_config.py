@@ -222,6 +222,25 @@ async def test_a_mailmap_blob_never_shows_a_protected_file(
 
 
 @pytest.mark.parametrize("backend", [*os_backends(), "none"])
+async def test_diff_order_file_from_the_configuration_is_not_read(
+    tmp_path: Path, backend: str, make_settings: Any
+) -> None:
+    """`diff.orderFile` is `git diff -O` (refused: it reads any file) set in `.git/config`: git ignores it."""
+    root = tmp_path / "repo"
+    for name in ("a.txt", "b.txt"):
+        write(root / name, "one\n")
+    write(root / ".git-order", "b.txt\na.txt\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "a.txt", "b.txt")
+    git(root, *COMMIT, "-m", "c1")
+    for name in ("a.txt", "b.txt"):
+        write(root / name, "two\n")
+    git(root, "config", "diff.orderFile", ".git-order")
+    ((_, (is_error, content)),) = await run_all(root, ["git diff --name-only"], backend, make_settings)
+    assert not is_error and content["stdout"] == "a.txt\nb.txt\n", content
+
+
+@pytest.mark.parametrize("backend", [*os_backends(), "none"])
 @pytest.mark.parametrize("value", list(IGNORE_REVS))
 async def test_blame_never_reads_a_protected_ignore_revs_file(
     repos: dict[str, Path], value: str, backend: str, make_settings: Any

@@ -45,7 +45,7 @@ def remember_many_hits(ws: Workspace, request: SearchRequest, *, many: bool) -> 
 
 
 _met_large: weakref.WeakSet[Workspace] = weakref.WeakSet()
-_met_large_lock = threading.Lock()
+_hints_lock = threading.Lock()
 
 
 def met_large_files(ws: Workspace) -> bool:
@@ -55,12 +55,12 @@ def met_large_files(ws: Workspace) -> bool:
     its run over CPython's stdlib): until a census meets such a file, rg is not told the limit. The census
     decides which files count whatever rg reads, so a stale hint costs rg time, never correctness.
     """
-    with _met_large_lock:
+    with _hints_lock:
         return ws in _met_large
 
 
 def remember_large_files(ws: Workspace) -> None:
-    with _met_large_lock:
+    with _hints_lock:
         _met_large.add(ws)
 
 
@@ -75,12 +75,12 @@ def ignores_disagreed(ws: Workspace) -> bool:
     census decides which files count, and a search whose census disagrees runs rg again without its ignore
     files, so a stale hint costs rg time, never correctness.
     """
-    with _met_large_lock:
+    with _hints_lock:
         return ws in _ignores_disagree
 
 
 def remember_ignores(ws: Workspace, *, agree: bool) -> None:
-    with _met_large_lock:
+    with _hints_lock:
         if agree:
             _ignores_disagree.discard(ws)
         else:

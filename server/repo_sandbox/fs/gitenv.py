@@ -51,16 +51,15 @@ OVERRIDES: Final[tuple[tuple[str, str], ...]] = (
     ("status.submoduleSummary", "false"),
     ("submodule.recurse", "false"),
     ("diff.submodule", "short"),
-    ("diff.ignoreSubmodules", "dirty"),
     ("diff.orderFile", "/dev/null"),
     ("mailmap.blob", ""),
     ("uploadpack.packObjectsHook", ""),
     ("advice.graftFileDeprecated", "false"),
 )
 """Overrides for keys that make read-only git commands run programs or reach outside the repository.
-`diff.submodule` and `diff.ignoreSubmodules` keep git from starting git inside a submodule, where the
-submodule's own configuration (which these overrides reach, but whose driver names they do not know) would
-apply; `mailmap.blob` would read any blob (`HEAD:.env`) as a mailmap and print its names in `git shortlog`."""
+`diff.submodule` keeps git from starting git inside a submodule for a diff, where the submodule's own
+configuration (which these overrides reach, but whose driver names they do not know) would apply (the policy
+forces `--ignore-submodules=dirty` for the rest); `diff.orderFile` is `-O`, refused; `mailmap.blob` would read any blob (`HEAD:.env`) as a mailmap and print its names in `git shortlog`."""
 
 MAX_DRIVERS: Final = 256
 """A configuration naming more filter/diff drivers than this is refused (the overrides go in the env)."""

@@ -87,18 +87,20 @@ class GitStage:
 
         Raises: SandboxFailedError.
         """
-        root = self.root
         for path in self.hardening.includes():
             if not os.path.lexists(path):
                 continue  # git skips an include that does not exist
-            real = os.path.realpath(path)
-            inside = os.path.commonpath([real, root]) == root
-            if not inside or self.deny.is_denied(os.path.relpath(real, root)):
+            if self._outside_or_protected(os.path.realpath(path)):
                 raise SandboxFailedError(
                     "The repository's git configuration includes a file the sandbox cannot read (outside the "
                     "repository or protected); git commands are unavailable.",
                     hint="Use the read-only tools, or ask the operator to remove the include from .git/config.",
                 )
+
+    def _outside_or_protected(self, path: str) -> bool:
+        """Whether a host path (normalised) is outside the root or one the deny-list protects."""
+        root = self.root
+        return os.path.commonpath([path, root]) != root or self.deny.is_denied(os.path.relpath(path, root))
 
     def _check_ignore_revs_files(self) -> None:
         """git blame reads every `blame.ignoreRevsFile` the configuration names and quits on a line that is not
@@ -108,17 +110,11 @@ class GitStage:
 
         Raises: ArgumentNotAllowedError.
         """
-        root = self.root
         for value in self.hardening.ignore_revs_files():
             if not value:
                 continue  # an empty value only clears the list
-            path = os.path.normpath(os.path.join(root, value))
-            real = os.path.realpath(path)
-            safe = not value.startswith(("/", "~")) and all(
-                os.path.commonpath([place, root]) == root and not self.deny.is_denied(os.path.relpath(place, root))
-                for place in (path, real)
-            )
-            if not safe:
+            path = os.path.normpath(os.path.join(self.root, value))
+            if value.startswith(("/", "~")) or any(map(self._outside_or_protected, (path, os.path.realpath(path)))):
                 raise ArgumentNotAllowedError(
                     "git blame would read the file the repository's configuration names in blame.ignoreRevsFile, "
                     "which is outside the repository or protected.",
